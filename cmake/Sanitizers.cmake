@@ -1,0 +1,10 @@
+# Applied to everything built in this tree (not to the system libraries we link).
+if(FASTCM_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=address,undefined)
+elseif(FASTCM_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NOT FASTCM_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "FASTCM_SANITIZE must be '', 'address' or 'thread', not '${FASTCM_SANITIZE}'")
+endif()

@@ -1,0 +1,97 @@
+// Encoding and decoding of whole CM MADs: the header checks, the dispatch by attribute, and
+// visiting every field of a message.
+//
+// Thread contract: every function is pure over caller-owned buffers (no allocation, no shared
+// state) and may run on any thread. Decoding treats the buffer as untrusted: every failure is a
+// CodecStatus naming the rule and the field, never undefined behaviour.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <variant>
+
+#include "engine/mad/cm_messages.h"
+#include "engine/mad/codec_error.h"
+#include "engine/mad/field_layout.h"
+#include "engine/mad/mad_header.h"
+
+namespace fastcm::mad {
+
+using MadSpan = std::span<std::uint8_t, kMadSize>;
+using ConstMadSpan = std::span<const std::uint8_t, kMadSize>;
+
+template <typename M>
+concept CmMessage = requires { WireLayout<M>::kAttr; };
+
+// One decoded message of any attribute, in attribute-ID order of the variant's alternatives.
+using AnyMessage =
+    std::variant<ClassPortInfo, Req, Mra, Rej, Rep, Rtu, Dreq, Drep, SidrReq, SidrRep, Lap, Apr>;
+
+struct DecodedMad {
+  MadHeader header;
+  AnyMessage message;
+};
+
+namespace detail {
+template <CmMessage M>
+constexpr CodecStatus check_message(const M& msg) noexcept {
+  if constexpr (requires { WireLayout<M>::check(msg); }) {
+    return WireLayout<M>::check(msg);
+  } else {
+    return {};
+  }
+}
+}  // namespace detail
+
+// Writes `header` and `msg` into `out` (all 256 bytes; reserved bits zero).
+// Errors: unknown_attribute when header.attribute_id is not M's attribute; bad_method when the
+// method is not allowed for it; value_too_wide / invalid_value naming the first offending field.
+// On error `out` holds a partial encoding and must not be sent.
+template <CmMessage M>
+constexpr CodecStatus encode(const MadHeader& header, const M& msg, MadSpan out) noexcept {
+  if (header.attribute_id != WireLayout<M>::kAttr) {
+    return CodecStatus::fail(CodecErrc::unknown_attribute, "attribute_id");
+  }
+  if (!method_allowed(header.attribute_id, header.method)) {
+    return CodecStatus::fail(CodecErrc::bad_method, "method");
+  }
+  if (CodecStatus s = detail::check_message(msg); !s.ok()) return s;
+  std::memset(out.data(), 0, kMadSize);
+  if (CodecStatus s = MadHeaderLayout::encode(header, out.data()); !s.ok()) return s;
+  return WireLayout<M>::Fields::encode(msg, out.data() + kMadHeaderSize);
+}
+
+// Reads and checks the common header: a buffer of at least 256 bytes (a longer one is read as its
+// first 256), base version 1, the CM class at class version 2, a chapter-12 attribute and a method
+// allowed for it. Reserved bytes are ignored.
+CodecStatus decode_header(std::span<const std::uint8_t> buf, MadHeader& out) noexcept;
+
+// Decodes the CM data of a MAD whose header decode_header accepted for attribute M.
+// Errors: invalid_value naming the first field the spec makes invalid.
+template <CmMessage M>
+constexpr CodecStatus decode_body(ConstMadSpan mad, M& out) noexcept {
+  if (CodecStatus s = WireLayout<M>::Fields::decode(mad.data() + kMadHeaderSize, out); !s.ok()) {
+    return s;
+  }
+  return detail::check_message(out);
+}
+
+// decode_header, then decode_body for whichever attribute the header names.
+CodecStatus decode(std::span<const std::uint8_t> buf, DecodedMad& out) noexcept;
+
+// Calls v(FieldPlace, member&) for every field of `msg` in table order; FieldPlace::byte counts
+// from the start of the MAD. Works on const and mutable messages.
+template <typename M, typename Visitor>
+  requires CmMessage<std::remove_const_t<M>>
+constexpr void visit_fields(M& msg, Visitor&& v) {
+  WireLayout<std::remove_const_t<M>>::Fields::visit(msg, {}, kMadHeaderSize, v);
+}
+
+template <typename H, typename Visitor>
+  requires std::is_same_v<std::remove_const_t<H>, MadHeader>
+constexpr void visit_header_fields(H& header, Visitor&& v) {
+  MadHeaderLayout::visit(header, {}, 0, v);
+}
+
+}  // namespace fastcm::mad
