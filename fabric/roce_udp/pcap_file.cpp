@@ -18,8 +18,12 @@ constexpr std::int64_t kMicrosPerSecond = 1'000'000;
 }  // namespace
 
 namespace detail {
-void PcapCloser::operator()(pcap* p) const noexcept { pcap_close(p); }
-void PcapCloser::operator()(pcap_dumper* d) const noexcept { pcap_dump_close(d); }
+void PcapCloser::operator()(pcap* p) const noexcept {
+  pcap_close(p);
+}
+void PcapCloser::operator()(pcap_dumper* d) const noexcept {
+  pcap_dump_close(d);
+}
 }  // namespace detail
 
 PcapWriter::PcapWriter(const std::filesystem::path& path)
@@ -54,8 +58,8 @@ void PcapWriter::flush() {
 PcapReader::PcapReader(const std::filesystem::path& path) : path_(path) {
   char errbuf[PCAP_ERRBUF_SIZE] = {};
   // Micro precision makes libpcap scale nanosecond files to our timestamp unit.
-  pcap_.reset(pcap_open_offline_with_tstamp_precision(path_.c_str(), PCAP_TSTAMP_PRECISION_MICRO,
-                                                      errbuf));
+  pcap_.reset(
+      pcap_open_offline_with_tstamp_precision(path_.c_str(), PCAP_TSTAMP_PRECISION_MICRO, errbuf));
   if (!pcap_) fail(path_, errbuf);
   const int link = pcap_datalink(pcap_.get());
   if (link != DLT_EN10MB) {

@@ -60,7 +60,8 @@ class PcapWriter {
 struct PcapRecord {
   PcapTimestamp timestamp{};
   std::span<const std::uint8_t> frame;  // the captured bytes, owned by the reader
-  std::uint32_t original_length = 0;    // length on the wire; above frame.size() if the capture was cut
+  std::uint32_t original_length =
+      0;  // length on the wire; above frame.size() if the capture was cut
 };
 
 class PcapReader {

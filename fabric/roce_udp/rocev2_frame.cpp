@@ -63,11 +63,14 @@ const rte_ipv4_hdr* as_ipv4(const std::uint8_t* p) noexcept {
 const rte_ipv6_hdr* as_ipv6(const std::uint8_t* p) noexcept {
   return reinterpret_cast<const rte_ipv6_hdr*>(p);
 }
-void store_checksum(std::uint8_t* p, std::uint16_t raw) noexcept { std::memcpy(p, &raw, 2); }
+void store_checksum(std::uint8_t* p, std::uint16_t raw) noexcept {
+  std::memcpy(p, &raw, 2);
+}
 
 // RFC 1071 verification: the one's-complement sum of the pseudo-header and the whole datagram,
 // checksum field included, is all ones when the checksum is right.
-bool udp_checksum_verifies(std::uint16_t pseudo_sum, std::span<const std::uint8_t> datagram) noexcept {
+bool udp_checksum_verifies(std::uint16_t pseudo_sum,
+                           std::span<const std::uint8_t> datagram) noexcept {
   std::uint32_t sum = std::uint32_t{pseudo_sum} + rte_raw_cksum(datagram.data(), datagram.size());
   sum = (sum & 0xFFFFU) + (sum >> 16);
   return sum == 0xFFFFU;
@@ -99,18 +102,30 @@ void write_ipv6_header(std::uint8_t* ip, const Gid& src, const Gid& dst) noexcep
 
 std::string_view to_string(FrameErrc e) noexcept {
   switch (e) {
-    case FrameErrc::ok: return "ok";
-    case FrameErrc::truncated: return "truncated";
-    case FrameErrc::not_ipv4_or_ipv6: return "not_ipv4_or_ipv6";
-    case FrameErrc::bad_ip_header: return "bad_ip_header";
-    case FrameErrc::bad_ip_checksum: return "bad_ip_checksum";
-    case FrameErrc::not_udp_4791: return "not_udp_4791";
-    case FrameErrc::bad_udp_length: return "bad_udp_length";
-    case FrameErrc::bad_udp_checksum: return "bad_udp_checksum";
-    case FrameErrc::not_ud_send_only: return "not_ud_send_only";
-    case FrameErrc::bad_payload_length: return "bad_payload_length";
-    case FrameErrc::bad_bth: return "bad_bth";
-    case FrameErrc::bad_icrc: return "bad_icrc";
+    case FrameErrc::ok:
+      return "ok";
+    case FrameErrc::truncated:
+      return "truncated";
+    case FrameErrc::not_ipv4_or_ipv6:
+      return "not_ipv4_or_ipv6";
+    case FrameErrc::bad_ip_header:
+      return "bad_ip_header";
+    case FrameErrc::bad_ip_checksum:
+      return "bad_ip_checksum";
+    case FrameErrc::not_udp_4791:
+      return "not_udp_4791";
+    case FrameErrc::bad_udp_length:
+      return "bad_udp_length";
+    case FrameErrc::bad_udp_checksum:
+      return "bad_udp_checksum";
+    case FrameErrc::not_ud_send_only:
+      return "not_ud_send_only";
+    case FrameErrc::bad_payload_length:
+      return "bad_payload_length";
+    case FrameErrc::bad_bth:
+      return "bad_bth";
+    case FrameErrc::bad_icrc:
+      return "bad_icrc";
   }
   return "unknown";
 }

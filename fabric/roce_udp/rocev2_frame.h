@@ -63,7 +63,8 @@ struct RoceGsiHeader {
   Gid g;
   g.raw[10] = 0xFF;
   g.raw[11] = 0xFF;
-  for (std::size_t i = 0; i < 4; ++i) g.raw[12 + i] = static_cast<std::uint8_t>(ipv4 >> (24 - 8 * i));
+  for (std::size_t i = 0; i < 4; ++i)
+    g.raw[12 + i] = static_cast<std::uint8_t>(ipv4 >> (24 - 8 * i));
   return g;
 }
 
@@ -104,14 +105,15 @@ enum class FrameErrc : std::uint8_t {
 
 [[nodiscard]] std::string_view to_string(FrameErrc e) noexcept;
 
-// The fields of a parsed frame. `mad` points into the parsed buffer (kMadSize bytes).
+// The fields of a parsed frame. `mad` points into the parsed buffer (kMadSize bytes), so it lives
+// as long as that buffer; the struct itself owns nothing.
 struct ParsedFrame {
   RoceEndpoint src{};
   RoceEndpoint dst{};
   RoceGsiHeader header{};
-  std::uint16_t vlan_tci = 0;   // 0 when the frame carries no 802.1Q tag
+  std::uint16_t vlan_tci = 0;  // 0 when the frame carries no 802.1Q tag
   std::span<const std::uint8_t> mad{};
-  std::uint32_t icrc = 0;       // as carried on the wire
+  std::uint32_t icrc = 0;  // read least significant byte first, like compute_icrc() returns it
 };
 
 struct FrameParse {
@@ -122,7 +124,9 @@ struct FrameParse {
 
 // Parses and validates one Ethernet frame. Bytes after the end the IP header declares (Ethernet
 // padding or a captured FCS) are ignored. Any QPN and Q_Key are accepted: routing on them is the
-// caller's business. Errors: the first failing check as a FrameErrc; never reads outside `frame`.
+// caller's business. A frame whose ICRC is wrong comes back as bad_icrc with every field filled,
+// so tools can still show it; a receive path must drop anything not ok().
+// Errors: the first failing check as a FrameErrc; never reads outside `frame`.
 [[nodiscard]] FrameParse parse_rocev2_frame(std::span<const std::uint8_t> frame) noexcept;
 
 }  // namespace fastcm::roce

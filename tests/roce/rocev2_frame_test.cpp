@@ -60,15 +60,23 @@ bool ipv6_udp_checksum_verifies(const Bytes& f) {
   return sum == 0xFFFFU;
 }
 
-Bytes v4_frame() { return build_frame(ipv4_endpoint(1), ipv4_endpoint(2), sample_header(), cm_req_mad(7)); }
-Bytes v6_frame() { return build_frame(ipv6_endpoint(1), ipv6_endpoint(2), sample_header(), cm_req_mad(7)); }
+Bytes v4_frame() {
+  return build_frame(ipv4_endpoint(1), ipv4_endpoint(2), sample_header(), cm_req_mad(7));
+}
+Bytes v6_frame() {
+  return build_frame(ipv6_endpoint(1), ipv6_endpoint(2), sample_header(), cm_req_mad(7));
+}
 
-FrameErrc parse_errc(const Bytes& f) { return parse_rocev2_frame(f).errc; }
+FrameErrc parse_errc(const Bytes& f) {
+  return parse_rocev2_frame(f).errc;
+}
 
 class FramePerFamily : public ::testing::TestWithParam<bool> {
  protected:
   bool ipv4() const { return GetParam(); }
-  RoceEndpoint endpoint(std::uint8_t host) const { return ipv4() ? ipv4_endpoint(host) : ipv6_endpoint(host); }
+  RoceEndpoint endpoint(std::uint8_t host) const {
+    return ipv4() ? ipv4_endpoint(host) : ipv6_endpoint(host);
+  }
   Bytes frame() const { return ipv4() ? v4_frame() : v6_frame(); }
 };
 
@@ -253,17 +261,39 @@ TEST(Rocev2Frame, EachBrokenHeaderGetsItsOwnError) {
   };
   const Case cases[] = {
       {"ARP ethertype", true, [](Bytes& f) { put16(f, 12, 0x0806); }, FrameErrc::not_ipv4_or_ipv6},
-      {"IPv6 payload in an IPv4 ethertype", true, [](Bytes& f) { f[kIp] = 0x65; }, FrameErrc::bad_ip_header},
-      {"IHL below 5", true, [](Bytes& f) { f[kIp] = 0x44; fix_ipv4_checksum(f); }, FrameErrc::bad_ip_header},
-      {"total length below IHL", true, [](Bytes& f) { put16(f, kIp + 2, 19); fix_ipv4_checksum(f); },
+      {"IPv6 payload in an IPv4 ethertype", true, [](Bytes& f) { f[kIp] = 0x65; },
        FrameErrc::bad_ip_header},
-      {"IPv4 fragment", true, [](Bytes& f) { put16(f, kIp + 6, 0x2000); fix_ipv4_checksum(f); },
+      {"IHL below 5", true,
+       [](Bytes& f) {
+         f[kIp] = 0x44;
+         fix_ipv4_checksum(f);
+       },
+       FrameErrc::bad_ip_header},
+      {"total length below IHL", true,
+       [](Bytes& f) {
+         put16(f, kIp + 2, 19);
+         fix_ipv4_checksum(f);
+       },
+       FrameErrc::bad_ip_header},
+      {"IPv4 fragment", true,
+       [](Bytes& f) {
+         put16(f, kIp + 6, 0x2000);
+         fix_ipv4_checksum(f);
+       },
        FrameErrc::bad_ip_header},
       {"IPv4 header checksum", true, [](Bytes& f) { f[kIp + 8] = 1; }, FrameErrc::bad_ip_checksum},
-      {"IPv4 TCP", true, [](Bytes& f) { f[kIp + 9] = 6; fix_ipv4_checksum(f); }, FrameErrc::not_udp_4791},
-      {"IPv4 to port 4790", true, [](Bytes& f) { put16(f, kUdp4 + 2, 4790); }, FrameErrc::not_udp_4791},
-      {"UDP length short", true, [](Bytes& f) { put16(f, kUdp4 + 4, 287); }, FrameErrc::bad_udp_length},
-      {"UDP length long", true, [](Bytes& f) { put16(f, kUdp4 + 4, 289); }, FrameErrc::bad_udp_length},
+      {"IPv4 TCP", true,
+       [](Bytes& f) {
+         f[kIp + 9] = 6;
+         fix_ipv4_checksum(f);
+       },
+       FrameErrc::not_udp_4791},
+      {"IPv4 to port 4790", true, [](Bytes& f) { put16(f, kUdp4 + 2, 4790); },
+       FrameErrc::not_udp_4791},
+      {"UDP length short", true, [](Bytes& f) { put16(f, kUdp4 + 4, 287); },
+       FrameErrc::bad_udp_length},
+      {"UDP length long", true, [](Bytes& f) { put16(f, kUdp4 + 4, 289); },
+       FrameErrc::bad_udp_length},
       {"payload 4 bytes short", true,
        [](Bytes& f) {
          put16(f, kIp + 2, 304);
@@ -284,8 +314,10 @@ TEST(Rocev2Frame, EachBrokenHeaderGetsItsOwnError) {
       {"IPv6 hop-by-hop header", false, [](Bytes& f) { f[kIp + 6] = 0; }, FrameErrc::not_udp_4791},
       {"IPv6 payload length beyond the frame", false, [](Bytes& f) { put16(f, kIp + 4, 289); },
        FrameErrc::truncated},
-      {"IPv6 to port 4790", false, [](Bytes& f) { put16(f, kUdp6 + 2, 4790); }, FrameErrc::not_udp_4791},
-      {"IPv6 UDP checksum", false, [](Bytes& f) { f[kUdp6 + 7] ^= 1; }, FrameErrc::bad_udp_checksum},
+      {"IPv6 to port 4790", false, [](Bytes& f) { put16(f, kUdp6 + 2, 4790); },
+       FrameErrc::not_udp_4791},
+      {"IPv6 UDP checksum", false, [](Bytes& f) { f[kUdp6 + 7] ^= 1; },
+       FrameErrc::bad_udp_checksum},
   };
   for (const Case& c : cases) {
     Bytes f = c.ipv4 ? v4_frame() : v6_frame();

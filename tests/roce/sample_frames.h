@@ -1,19 +1,20 @@
 // Endpoints, a hand-built CM REQ MAD and frame building shared by the RoCEv2 tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "fabric/roce_udp/rocev2_frame.h"
 
 namespace fastcm::roce::test {
 
 inline RoceEndpoint ipv6_endpoint(std::uint8_t host) {
-  return {{0x02, 0, 0, 0, 0, host}, Gid::from_parts(0xFE80000000000000ULL, 0x0200'00FF'FE00'0000ULL | host)};
+  return {{0x02, 0, 0, 0, 0, host},
+          Gid::from_parts(0xFE80000000000000ULL, 0x0200'00FF'FE00'0000ULL | host)};
 }
 
 inline RoceEndpoint ipv4_endpoint(std::uint8_t host) {
@@ -41,7 +42,8 @@ inline std::array<std::uint8_t, kMadSize> cm_req_mad(std::uint32_t local_comm_id
                                                0x00, 0x00, 0x00, 0x00, 0x12, 0x34, 0x56, 0x78,
                                                0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
   std::copy(header.begin(), header.end(), mad.begin());
-  for (std::size_t i = 0; i < 4; ++i) mad[24 + i] = static_cast<std::uint8_t>(local_comm_id >> (24 - 8 * i));
+  for (std::size_t i = 0; i < 4; ++i)
+    mad[24 + i] = static_cast<std::uint8_t>(local_comm_id >> (24 - 8 * i));
   return mad;
 }
 

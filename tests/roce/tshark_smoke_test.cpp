@@ -127,7 +127,8 @@ TEST(TsharkSmoke, DecodesOurIpv6AndIpv4FramesAsACmReq) {
     // tshark reads the 4 ICRC bytes big-endian; ours go least significant byte first.
     const FrameParse parsed = parse_rocev2_frame(frames[i]);
     ASSERT_EQ(parsed.errc, FrameErrc::ok);
-    EXPECT_EQ(field(layers, "infiniband.invariant.crc"), hex32(__builtin_bswap32(parsed.frame.icrc)));
+    EXPECT_EQ(field(layers, "infiniband.invariant.crc"),
+              hex32(__builtin_bswap32(parsed.frame.icrc)));
   }
 }
 
