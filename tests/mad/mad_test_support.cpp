@@ -43,4 +43,29 @@ std::string byte_diff(std::span<const std::uint8_t> got, std::span<const std::ui
   return out;
 }
 
+void put(Mad& mad, std::initializer_list<ByteAt> bytes) {
+  for (const ByteAt& b : bytes) {
+    EXPECT_EQ(mad[b.mad_byte], 0U) << "MAD byte " << b.mad_byte << " listed twice";
+    mad[b.mad_byte] = b.value;
+  }
+}
+
+void put_counting_bytes(Mad& mad, std::size_t mad_byte, std::size_t count, std::uint8_t start) {
+  for (std::size_t i = 0; i < count; ++i) {
+    mad[mad_byte + i] = static_cast<std::uint8_t>(start + i);
+  }
+}
+
+Mad send_header_bytes(std::uint8_t attr_low) {
+  Mad mad{};
+  put(mad, {{0, 0x01},   // BaseVersion
+            {1, 0x07},   // MgmtClass: CM
+            {2, 0x02},   // ClassVersion
+            {3, 0x03},   // Method: Send
+            {8, 0x01}, {9, 0x02}, {10, 0x03}, {11, 0x04},  // TransactionID, big-endian
+            {12, 0x05}, {13, 0x06}, {14, 0x07}, {15, 0x08},
+            {17, attr_low}});  // AttributeID 0x00xx (byte 16 is 0x00)
+  return mad;
+}
+
 }  // namespace fastcm::mad::test

@@ -7,14 +7,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <variant>
 
 #include "engine/mad/codec.h"
 
@@ -212,6 +215,50 @@ template <CmMessage M>
   M msg{};
   visit_fields(msg, mark);
   return covered;
+}
+
+// ---- Golden MADs ------------------------------------------------------------------------------
+
+// One byte of a hand-written MAD: its offset from the start of the MAD and its value.
+struct ByteAt {
+  std::size_t mad_byte;
+  std::uint8_t value;
+};
+
+// Sets the listed bytes; a byte already non-zero (listed twice) fails the test.
+void put(Mad& mad, std::initializer_list<ByteAt> bytes);
+
+// start, start+1, ... (wrapping): recognisable content for GIDs, ARI and private data, whose
+// order and position then show in a dump.
+template <std::size_t N>
+[[nodiscard]] constexpr std::array<std::uint8_t, N> counting_bytes(std::uint8_t start) noexcept {
+  std::array<std::uint8_t, N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = static_cast<std::uint8_t>(start + i);
+  return out;
+}
+[[nodiscard]] constexpr Gid counting_gid(std::uint8_t start) noexcept {
+  Gid g;
+  g.raw = counting_bytes<16>(start);
+  return g;
+}
+void put_counting_bytes(Mad& mad, std::size_t mad_byte, std::size_t count, std::uint8_t start);
+
+// The header bytes of a CM Send carrying attribute 0x00<attr_low> with TID kTestTid (IBTA Table
+// 145): base version 1, class 0x07, class version 2, method 0x03, status 0, class-specific 0,
+// TID big-endian at 8-15, attribute ID at 16-17, bytes 18-19 reserved, modifier 0 at 20-23.
+[[nodiscard]] Mad send_header_bytes(std::uint8_t attr_low);
+
+// encode(header, msg) must give exactly `want`, and decode(want) must give back header and msg.
+template <CmMessage M>
+void expect_golden(const MadHeader& header, const M& msg, const Mad& want) {
+  Mad got{};
+  ASSERT_EQ(encode(header, msg, got), CodecStatus{});
+  EXPECT_EQ(byte_diff(got, want), "");
+  DecodedMad decoded;
+  ASSERT_EQ(decode(want, decoded), CodecStatus{});
+  EXPECT_EQ(decoded.header, header);
+  ASSERT_TRUE(std::holds_alternative<M>(decoded.message));
+  EXPECT_TRUE(std::get<M>(decoded.message) == msg);
 }
 
 }  // namespace fastcm::mad::test
