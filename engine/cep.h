@@ -1,0 +1,95 @@
+// A connection endpoint (CEP): everything the protocol knows about one connection or SIDR
+// exchange. Owned by one shard's CepTable; touched only by that shard's thread.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/cep_state.h"
+#include "engine/mad_buf.h"
+#include "engine/timer_wheel.h"
+#include "fastcm/engine.h"
+#include "fastcm/fabric.h"
+#include "fastcm/params.h"
+
+namespace fastcm::engine {
+
+inline constexpr std::uint32_t kNoSlot = ~std::uint32_t{0};
+
+// What the endpoint's single protocol timer is waiting for.
+enum class CepTimer : std::uint8_t {
+  none,
+  retransmit,   // the answer to the request in `sent` (REQ, REP, DREQ, LAP, SIDR_REQ)
+  auto_mra,     // the application's answer to a REQ or REP; on expiry the engine MRAs it
+  timewait,     // the end of time-wait
+};
+
+// The endpoint's timer knows its slot, so an expiry finds the endpoint without pointer arithmetic.
+struct CepTimerNode : TimerNode {
+  std::uint32_t slot = kNoSlot;
+};
+
+struct Cep {
+  // ---- identity --------------------------------------------------------------------------------
+  std::uint32_t generation = 1;       // full generation of the slot; the CID carries its low bits
+  std::uint32_t slot = kNoSlot;
+  std::uint32_t local_comm_id = 0;    // as on the wire
+  std::uint32_t remote_comm_id = 0;
+  Guid remote_ca_guid = 0;
+  Qpn local_qpn = 0;
+  Qpn remote_qpn = 0;
+  QKey remote_qkey = 0;
+  std::uint64_t service_id = 0;
+  std::uint32_t sidr_request_id = 0;
+
+  // ---- protocol state --------------------------------------------------------------------------
+  CepState state = CepState::idle;
+  LapState lap_state = LapState::idle;
+  CepTimer timer_kind = CepTimer::none;
+  bool live = false;                  // allocated (false while on the free list)
+  bool user_attached = false;         // events are delivered; false once the user destroyed it
+  bool active = false;                // we sent the REQ
+  bool has_alternate = false;
+  bool in_dup_index = false;
+  bool in_qpn_index = false;
+  std::uint16_t port_index = 0;       // fabric port index the connection runs on
+  std::uint8_t retries_left = 0;
+  std::uint8_t max_cm_retries = 0;
+  std::uint8_t remote_cm_response_timeout = 0;  // exponent: how long the peer may take
+  std::uint8_t local_cm_response_timeout = 0;   // exponent: how long we may take
+  std::uint8_t mra_service_timeout = 0;         // exponent added by a received MRA
+
+  // ---- negotiated connection parameters (for init_qp_attr and connection_info) -----------------
+  QpType qp_type = QpType::rc;
+  std::uint8_t responder_resources = 0;  // ours, as sent or accepted
+  std::uint8_t initiator_depth = 0;
+  std::uint8_t retry_count = 0;
+  std::uint8_t rnr_retry_count = 0;
+  std::uint8_t target_ack_delay = 0;
+  std::uint8_t mtu = 0;
+  bool flow_control = false;
+  bool srq = false;
+  std::uint32_t local_psn = 0;           // our send queue PSN
+  std::uint32_t remote_psn = 0;          // the peer's send queue PSN = our receive queue PSN
+  std::uint32_t ece_vendor_id = 0;
+  Path primary;                          // from our side: local = this port
+  Path alternate;
+
+  // ---- sending ---------------------------------------------------------------------------------
+  MadAddress peer;                       // where our CM MADs go (the peer's CM on QP1)
+  std::uint64_t transaction_id = 0;
+  std::uint64_t retry_timeout_ns = 0;    // wait for the answer to `sent` before resending it
+  MadBuf* sent = nullptr;                // last MAD sent, for retransmission and duplicates
+  MadBuf* received = nullptr;            // last MAD received (its private data stays readable)
+  CepTimerNode timer;
+
+  // ---- application -----------------------------------------------------------------------------
+  Delivery delivery;
+  void* context = nullptr;
+  std::uint32_t listen_slot = kNoSlot;   // the listen whose backlog this REQ counts against
+
+  // ---- intrusive links (slot indexes) -----------------------------------------------------------
+  std::uint32_t dup_next = kNoSlot;      // duplicate-REQ index: (remote comm ID, remote CA GUID)
+  std::uint32_t qpn_next = kNoSlot;      // stale-connection index: (remote QPN, remote CA GUID)
+};
+
+}  // namespace fastcm::engine

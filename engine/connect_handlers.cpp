@@ -1,0 +1,628 @@
+// Connection establishment (IBTA Vol. 1 12.6): REQ, MRA, REJ, REP and RTU, received and sent.
+#include <algorithm>
+
+#include "engine/cm_timeouts.h"
+#include "engine/path_convert.h"
+#include "engine/path_validation.h"
+#include "engine/protocol.h"
+
+namespace fastcm::engine {
+
+namespace {
+
+template <std::size_t N>
+bool fits(std::span<const std::uint8_t> data) noexcept {
+  return data.size() <= N;
+}
+
+template <std::size_t N>
+void copy_private(std::array<std::uint8_t, N>& to, std::span<const std::uint8_t> from) noexcept {
+  std::copy_n(from.begin(), std::min(N, from.size()), to.begin());
+}
+
+// The index of `port_num` among the fabric's ports, or nullopt.
+std::optional<std::uint16_t> port_index_of(std::span<const PortAttr> ports, std::uint8_t port_num) noexcept {
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    if (ports[i].port_num == port_num) return static_cast<std::uint16_t>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint16_t> pkey_index_of(const PortAttr& port, PKey pkey) noexcept {
+  const auto keys = port.pkeys();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if ((keys[i] & 0x7FFF) == (pkey & 0x7FFF)) return static_cast<std::uint16_t>(i);
+  }
+  return std::nullopt;
+}
+
+std::uint8_t gid_index_of(const PortAttr& port, const Gid& gid) noexcept {
+  const auto gids = port.gids();
+  const auto it = std::find(gids.begin(), gids.end(), gid);
+  return static_cast<std::uint8_t>(it == gids.end() ? 0 : it - gids.begin());
+}
+
+// The CM's own address for MADs to the peer along `path` (active side: from the REQ parameters).
+MadAddress address_along(const Path& path, std::uint16_t port_index, const PortAttr& port,
+                         std::uint16_t pkey_index) noexcept {
+  MadAddress a;
+  a.port_index = port_index;
+  a.remote_lid = path.remote_lid;
+  a.pkey_index = pkey_index;
+  a.sl = path.sl;
+  a.grh.present = !path.subnet_local || path.hop_limit > 1 || port.link_layer == LinkLayer::ethernet;
+  a.grh.gid_index = gid_index_of(port, path.local_gid);
+  a.grh.hop_limit = path.hop_limit;
+  a.grh.traffic_class = path.traffic_class;
+  a.grh.flow_label = path.flow_label;
+  a.grh.remote_gid = path.remote_gid;
+  return a;
+}
+
+bool valid_req_params(const ReqParams& p) noexcept {
+  return fits<kMaxReqPrivateData>(p.private_data) && p.qpn < (1u << 24) && p.starting_psn < (1u << 24) &&
+         p.remote_cm_response_timeout <= 31 && p.local_cm_response_timeout <= 31 && p.retry_count <= 7 &&
+         p.rnr_retry_count <= 7 && p.max_cm_retries <= 15 && mad::is_valid_mtu_code(p.primary.mtu) &&
+         p.ece_vendor_id < (1u << 24);
+}
+
+}  // namespace
+
+// ---- active side: REQ ------------------------------------------------------------------------
+
+Status Protocol::send_req(Id id, const ReqParams& p) noexcept {
+  Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  if (cep->state != CepState::idle) return Status::invalid_state;
+  const auto port_index = port_index_of(env_.ports, p.primary.port);
+  if (!valid_req_params(p) || !port_index) return Status::invalid_argument;
+  const PortAttr& local_port = port(*port_index);
+  const auto pkey_index = pkey_index_of(local_port, p.primary.pkey);
+  if (!pkey_index) return Status::invalid_argument;
+  if (p.alternate && p.alternate->port != p.primary.port) return Status::not_supported;
+
+  mad::Req req;
+  req.local_comm_id = cep->local_comm_id;
+  req.vendor_id = p.ece_vendor_id;
+  req.service_id = p.service_id;
+  req.local_ca_guid = local_port.node_guid;
+  req.local_qpn = p.qpn;
+  req.responder_resources = p.responder_resources;
+  req.initiator_depth = p.initiator_depth;
+  req.remote_cm_response_timeout = p.remote_cm_response_timeout;
+  req.transport_service_type = p.qp_type == QpType::uc    ? mad::TransportServiceType::uc
+                               : p.qp_type == QpType::xrc ? mad::TransportServiceType::extended
+                                                          : mad::TransportServiceType::rc;
+  req.extended_transport_type =
+      p.qp_type == QpType::xrc ? mad::ExtendedTransportType::xrc : mad::ExtendedTransportType::none;
+  req.end_to_end_flow_control = p.flow_control;
+  req.starting_psn = p.starting_psn;
+  req.local_cm_response_timeout = p.local_cm_response_timeout;
+  req.retry_count = p.retry_count;
+  req.partition_key = p.primary.pkey;
+  req.path_packet_payload_mtu = static_cast<mad::MtuCode>(p.primary.mtu);
+  req.rnr_retry_count = p.rnr_retry_count;
+  req.max_cm_retries = p.max_cm_retries;
+  req.srq = p.srq;
+  req.primary = to_wire_path(p.primary, local_port.ca.local_ca_ack_delay);
+  if (p.alternate) req.alternate = to_wire_path(*p.alternate, local_port.ca.local_ca_ack_delay);
+  copy_private(req.private_data, p.private_data);
+
+  cep->active = true;
+  cep->port_index = *port_index;
+  cep->service_id = p.service_id;
+  cep->local_qpn = p.qpn;
+  cep->qp_type = p.qp_type;
+  cep->local_psn = p.starting_psn;
+  cep->responder_resources = p.responder_resources;
+  cep->initiator_depth = p.initiator_depth;
+  cep->remote_cm_response_timeout = p.remote_cm_response_timeout;
+  cep->local_cm_response_timeout = p.local_cm_response_timeout;
+  cep->retry_count = p.retry_count;
+  cep->rnr_retry_count = p.rnr_retry_count;
+  cep->max_cm_retries = p.max_cm_retries;
+  cep->flow_control = p.flow_control;
+  cep->srq = p.srq;
+  cep->mtu = p.primary.mtu;
+  cep->ece_vendor_id = p.ece_vendor_id;
+  cep->primary = p.primary;
+  cep->has_alternate = p.alternate.has_value();
+  if (p.alternate) cep->alternate = *p.alternate;
+  cep->peer = address_along(p.primary, *port_index, local_port, *pkey_index);
+  cep->transaction_id = next_tid_++ << 32 | cep->local_comm_id;
+  if (!send_and_keep(*cep, req)) return Status::no_resources;
+  cep->state = CepState::req_sent;
+  cep->retries_left = p.max_cm_retries;
+  cep->retry_timeout_ns = response_wait_ns(p.primary.packet_life_time, p.remote_cm_response_timeout);
+  arm_timer(*cep, CepTimer::retransmit, cep->retry_timeout_ns);
+  return Status::ok;
+}
+
+// ---- passive side: REQ -----------------------------------------------------------------------
+
+void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& req) {
+  const std::uint16_t port_index = buf.packet.addr.port_index;
+  const PortAttr& local_port = port(port_index);
+
+  // A retransmitted REQ: answer with what we already sent, if anything (12.9.8.1).
+  if (Cep* dup = dup_reqs_.find({req.local_comm_id, req.local_ca_guid})) {
+    ++message_counters(port_index, hdr.attribute_id).duplicate;
+    switch (dup->state) {
+      case CepState::mra_req_sent:
+      case CepState::rep_sent:
+      case CepState::mra_rep_rcvd: resend(*dup); break;
+      case CepState::timewait:
+        reject_unknown(buf, hdr.transaction_id, req.local_comm_id, dup->local_comm_id,
+                       mad::MessageKind::req, mad::RejReason::stale_conn, {});
+        break;
+      default: drop(port_index, DropReason::duplicate); break;  // req_rcvd: the application has it
+    }
+    return;
+  }
+
+  // A new REQ from a QP the peer still uses in a connection with us: the peer lost that
+  // connection. Reject the new one as stale and tear the old one down (12.9.8.3.2), also when the
+  // old one is already in time-wait.
+  if (Cep* old = remote_qpns_.find({req.local_qpn, req.local_ca_guid})) {
+    reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
+                   mad::RejReason::stale_conn, {});
+    if (old->state == CepState::established) {
+      mad::Dreq dreq;
+      dreq.local_comm_id = old->local_comm_id;
+      dreq.remote_comm_id = old->remote_comm_id;
+      dreq.remote_qpn_eecn = old->remote_qpn;
+      old->transaction_id = next_tid_++ << 32 | old->local_comm_id;
+      if (send_and_keep(*old, dreq)) {
+        old->state = CepState::dreq_sent;
+        old->retries_left = old->max_cm_retries;
+        old->retry_timeout_ns = response_wait_ns(old->primary.packet_life_time, old->remote_cm_response_timeout);
+        arm_timer(*old, CepTimer::retransmit, old->retry_timeout_ns);
+      }
+    }
+    return;
+  }
+
+  Listen* listen = env_.listens.match(req.service_id, local_port.port_num);
+  if (listen == nullptr) {
+    reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
+                   mad::RejReason::invalid_service_id, {});
+    return;
+  }
+  if (const auto bad = validate_req_paths(req, local_port)) {
+    reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req, bad->reason,
+                   std::span<const std::uint8_t>(bad->ari).first(bad->ari_length));
+    return;
+  }
+  const auto pkey_index = pkey_index_of(local_port, req.partition_key);
+  if (!pkey_index) {
+    drop(port_index, DropReason::out_of_state);  // not our partition: a MAD we may not answer
+    return;
+  }
+  if (!env_.listens.take_backlog(*listen)) {
+    apply_backlog_policy(buf, hdr, req, *listen);
+    return;
+  }
+  Cep* cep = table_.allocate();
+  if (cep == nullptr) {
+    env_.listens.release_backlog(env_.listens.slot_of(*listen));
+    drop(port_index, DropReason::no_resources);
+    reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
+                   mad::RejReason::no_resources, {});
+    return;
+  }
+  cep->user_attached = true;
+  cep->delivery = listen->params.delivery;
+  cep->listen_slot = env_.listens.slot_of(*listen);
+  cep->port_index = port_index;
+  cep->remote_comm_id = req.local_comm_id;
+  cep->remote_ca_guid = req.local_ca_guid;
+  cep->remote_qpn = req.local_qpn;
+  cep->remote_qkey = req.local_q_key;
+  cep->service_id = req.service_id;
+  cep->qp_type = req.transport_service_type == mad::TransportServiceType::uc ? QpType::uc
+                 : req.transport_service_type == mad::TransportServiceType::extended ? QpType::xrc
+                                                                                     : QpType::rc;
+  cep->remote_psn = req.starting_psn;
+  // Crosswise: the peer's initiator depth bounds our responder resources and vice versa.
+  cep->responder_resources = req.initiator_depth;
+  cep->initiator_depth = req.responder_resources;
+  cep->remote_cm_response_timeout = req.local_cm_response_timeout;
+  cep->local_cm_response_timeout = req.remote_cm_response_timeout;
+  cep->retry_count = req.retry_count;
+  cep->rnr_retry_count = req.rnr_retry_count;
+  cep->max_cm_retries = req.max_cm_retries;
+  cep->flow_control = req.end_to_end_flow_control;
+  cep->srq = req.srq;
+  cep->mtu = static_cast<std::uint8_t>(req.path_packet_payload_mtu);
+  cep->ece_vendor_id = req.vendor_id;
+  cep->primary = from_wire_path(req.primary, local_port.port_num, req.partition_key, cep->mtu);
+  cep->has_alternate = has_path(req.alternate);
+  if (cep->has_alternate) {
+    cep->alternate = from_wire_path(req.alternate, local_port.port_num, req.partition_key, cep->mtu);
+  }
+  cep->peer = buf.packet.addr;  // answer the REQ's sender where it came from
+  cep->transaction_id = hdr.transaction_id;
+  cep->state = CepState::req_rcvd;
+  dup_reqs_.insert(*cep);
+  remote_qpns_.insert(*cep);
+  keep_received(*cep, buf);
+  if (env_.config.auto_mra_fraction > 0) {
+    arm_timer(*cep, CepTimer::auto_mra,
+              auto_mra_delay_ns(env_.config.auto_mra_fraction, req.remote_cm_response_timeout));
+  }
+
+  Event ev = event_of(EventType::req_received);
+  ev.context = listen->params.context;
+  ReqReceived& p = ev.params.emplace<ReqReceived>();
+  p.listen_id = env_.listens.id_of(*listen);
+  p.service_id = req.service_id;
+  p.remote_ca_guid = req.local_ca_guid;
+  p.remote_qpn = req.local_qpn;
+  p.remote_qkey = req.local_q_key;
+  p.qp_type = cep->qp_type;
+  p.starting_psn = req.starting_psn;
+  p.responder_resources = req.responder_resources;
+  p.initiator_depth = req.initiator_depth;
+  p.remote_cm_response_timeout = req.remote_cm_response_timeout;
+  p.local_cm_response_timeout = req.local_cm_response_timeout;
+  p.retry_count = req.retry_count;
+  p.rnr_retry_count = req.rnr_retry_count;
+  p.max_cm_retries = req.max_cm_retries;
+  p.flow_control = req.end_to_end_flow_control;
+  p.srq = req.srq;
+  p.ece_vendor_id = req.vendor_id;
+  p.primary = cep->primary;
+  if (cep->has_alternate) p.alternate = cep->alternate;
+  emit(*cep, ev, &buf);
+}
+
+void Protocol::apply_backlog_policy(const MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& req,
+                                    const Listen& listen) noexcept {
+  const std::uint16_t port_index = buf.packet.addr.port_index;
+  drop(port_index, DropReason::backlog_full);
+  switch (listen.params.backlog_policy) {
+    case BacklogPolicy::drop: break;
+    case BacklogPolicy::reject:
+      reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
+                     mad::RejReason::no_resources, {});
+      break;
+    case BacklogPolicy::mra: {
+      // Stateless: the peer waits the service timeout and retransmits; by then the backlog may
+      // have room. No endpoint is created, so the MRA carries no local comm ID.
+      mad::Mra mra;
+      mra.remote_comm_id = req.local_comm_id;
+      mra.message_mraed = mad::MessageKind::req;
+      mra.service_timeout = env_.config.mra_service_timeout;
+      send_reply(buf.packet.addr, hdr.transaction_id, mra);
+      break;
+    }
+  }
+}
+
+// ---- MRA ---------------------------------------------------------------------------------------
+
+Status Protocol::send_mra(Id id, const MraParams& p) noexcept {
+  Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  if (!fits<kMaxMraPrivateData>(p.private_data) || p.service_timeout > 31) return Status::invalid_argument;
+  return mra_for(*cep, p);
+}
+
+Status Protocol::mra_for(Cep& cep, const MraParams& p) noexcept {
+  mad::Mra msg;
+  CepState next = cep.state;
+  LapState next_lap = cep.lap_state;
+  switch (cep.state) {
+    case CepState::req_rcvd: next = CepState::mra_req_sent; msg.message_mraed = mad::MessageKind::req; break;
+    case CepState::rep_rcvd: next = CepState::mra_rep_sent; msg.message_mraed = mad::MessageKind::rep; break;
+    case CepState::established:
+      if (cep.lap_state != LapState::lap_rcvd) return Status::invalid_state;
+      next_lap = LapState::mra_lap_sent;
+      msg.message_mraed = mad::MessageKind::lap_or_none;
+      break;
+    default: return Status::invalid_state;
+  }
+  msg.local_comm_id = cep.local_comm_id;
+  msg.remote_comm_id = cep.remote_comm_id;
+  msg.service_timeout = p.service_timeout;
+  copy_private(msg.private_data, p.private_data);
+  if (!send_and_keep(cep, msg)) return Status::no_resources;
+  if (cep.timer_kind == CepTimer::auto_mra) cancel_timer(cep);
+  cep.state = next;
+  cep.lap_state = next_lap;
+  return Status::ok;
+}
+
+void Protocol::on_auto_mra_timeout(Cep& cep) noexcept {
+  // The application is slow: keep the peer from timing out (12.6.6), once per message.
+  MraParams p;
+  p.service_timeout = env_.config.mra_service_timeout;
+  (void)mra_for(cep, p);
+}
+
+void Protocol::on_mra(MadBuf& buf, const mad::MadHeader& hdr, const mad::Mra& mra) {
+  const std::uint16_t port_index = buf.packet.addr.port_index;
+  Cep* cep = find_local(port_index, mra.remote_comm_id);
+  if (cep == nullptr) return;
+  switch (mra.message_mraed) {
+    case mad::MessageKind::req:
+      if (cep->state == CepState::mra_req_rcvd) {
+        ++message_counters(port_index, hdr.attribute_id).duplicate;
+        return;
+      }
+      if (cep->state != CepState::req_sent) return drop(port_index, DropReason::out_of_state);
+      cep->state = CepState::mra_req_rcvd;
+      break;
+    case mad::MessageKind::rep:
+      if (cep->state == CepState::mra_rep_rcvd) {
+        ++message_counters(port_index, hdr.attribute_id).duplicate;
+        return;
+      }
+      if (cep->state != CepState::rep_sent) return drop(port_index, DropReason::out_of_state);
+      cep->state = CepState::mra_rep_rcvd;
+      break;
+    case mad::MessageKind::lap_or_none:
+      if (cep->state != CepState::established || cep->lap_state != LapState::lap_sent) {
+        return drop(port_index, DropReason::out_of_state);
+      }
+      cep->lap_state = LapState::mra_lap_rcvd;
+      break;
+  }
+  // The peer needs longer: wait its service time before retrying (retries left stay as they are).
+  arm_timer(*cep, CepTimer::retransmit, mra_wait_ns(cep->primary.packet_life_time, mra.service_timeout));
+  keep_received(*cep, buf);
+  Event ev = event_of(EventType::mra_received);
+  ev.params.emplace<MraReceived>(MraReceived{.service_timeout = mra.service_timeout});
+  emit(*cep, ev, &buf);
+}
+
+// ---- REJ ---------------------------------------------------------------------------------------
+
+Status Protocol::send_rej(Id id, const RejParams& p) noexcept {
+  Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  if (!fits<kMaxRejPrivateData>(p.private_data) || !fits<kMaxAdditionalInfo>(p.ari)) {
+    return Status::invalid_argument;
+  }
+  switch (cep->state) {
+    case CepState::req_sent:
+    case CepState::mra_req_rcvd:
+    case CepState::req_rcvd:
+    case CepState::mra_req_sent:
+    case CepState::rep_rcvd:
+    case CepState::mra_rep_sent:
+    case CepState::rep_sent:
+    case CepState::mra_rep_rcvd: break;
+    default: return Status::invalid_state;
+  }
+  reject(*cep, static_cast<mad::RejReason>(p.reason), p.ari, p.private_data);
+  return Status::ok;
+}
+
+void Protocol::reject(Cep& cep, mad::RejReason reason, std::span<const std::uint8_t> ari,
+                      std::span<const std::uint8_t> private_data) noexcept {
+  mad::Rej rej;
+  rej.local_comm_id = cep.local_comm_id;
+  rej.remote_comm_id = cep.remote_comm_id;
+  const bool rejects_rep = cep.state == CepState::rep_rcvd || cep.state == CepState::mra_rep_sent;
+  const bool rejects_nothing = cep.state == CepState::req_sent || cep.state == CepState::mra_req_rcvd ||
+                               cep.state == CepState::rep_sent || cep.state == CepState::mra_rep_rcvd;
+  rej.message_rejected = rejects_rep       ? mad::MessageKind::rep
+                         : rejects_nothing ? mad::MessageKind::lap_or_none
+                                           : mad::MessageKind::req;
+  rej.reason = reason;
+  const std::size_t n = std::min(ari.size(), rej.ari.size());
+  std::copy_n(ari.begin(), n, rej.ari.begin());
+  rej.rejected_info_length = static_cast<std::uint8_t>(n);
+  copy_private(rej.private_data, private_data);
+  cancel_timer(cep);
+  leave_backlog(cep);
+  (void)send_and_keep(cep, rej);
+  // Once our REP went out the peer may hold our ID: keep it out of reuse for a time-wait.
+  if (cep.state == CepState::rep_sent || cep.state == CepState::mra_rep_rcvd) {
+    enter_timewait(cep);
+  } else {
+    dup_reqs_.erase(cep);
+    remote_qpns_.erase(cep);
+    cep.state = CepState::idle;
+  }
+}
+
+void Protocol::on_rej(MadBuf& buf, const mad::MadHeader&, const mad::Rej& rej) {
+  const std::uint16_t port_index = buf.packet.addr.port_index;
+  Cep* cep = find_local(port_index, rej.remote_comm_id);
+  if (cep == nullptr) return;
+  switch (cep->state) {
+    case CepState::req_sent:
+    case CepState::mra_req_rcvd:
+    case CepState::rep_sent:
+    case CepState::mra_rep_rcvd:
+    case CepState::req_rcvd:
+    case CepState::mra_req_sent:
+      cancel_timer(*cep);
+      leave_backlog(*cep);
+      if (rej.reason == mad::RejReason::stale_conn) {
+        enter_timewait(*cep);
+      } else {
+        dup_reqs_.erase(*cep);
+        remote_qpns_.erase(*cep);
+        cep->state = CepState::idle;
+      }
+      break;
+    case CepState::rep_rcvd:
+    case CepState::mra_rep_sent:
+    case CepState::dreq_sent:
+      cancel_timer(*cep);
+      enter_timewait(*cep);
+      break;
+    default: return drop(port_index, DropReason::out_of_state);
+  }
+  keep_received(*cep, buf);
+  Event ev = event_of(EventType::rej_received);
+  ev.params.emplace<RejReceived>(RejReceived{
+      .reason = static_cast<std::uint16_t>(rej.reason),
+      .message_rejected = static_cast<std::uint8_t>(rej.message_rejected),
+      .ari = std::span<const std::uint8_t>(buf.packet.mad).subspan(mad::kMadHeaderSize + 12, rej.rejected_info_length)});
+  emit(*cep, ev, &buf);
+}
+
+// ---- REP ---------------------------------------------------------------------------------------
+
+Status Protocol::send_rep(Id id, const RepParams& p) noexcept {
+  Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  if (cep->state != CepState::req_rcvd && cep->state != CepState::mra_req_sent) return Status::invalid_state;
+  if (!fits<kMaxRepPrivateData>(p.private_data) || p.qpn >= (1u << 24) || p.starting_psn >= (1u << 24) ||
+      p.target_ack_delay > 31 || p.failover_accepted > 2 || p.rnr_retry_count > 7 ||
+      p.ece_vendor_id >= (1u << 24)) {
+    return Status::invalid_argument;
+  }
+  const PortAttr& local_port = port(cep->port_index);
+  mad::Rep rep;
+  rep.local_comm_id = cep->local_comm_id;
+  rep.remote_comm_id = cep->remote_comm_id;
+  rep.local_qpn = p.qpn;
+  rep.starting_psn = p.starting_psn;
+  rep.responder_resources = p.responder_resources;
+  rep.initiator_depth = p.initiator_depth;
+  rep.target_ack_delay = p.target_ack_delay;
+  rep.failover_accepted = static_cast<mad::FailoverAccepted>(p.failover_accepted);
+  rep.end_to_end_flow_control = p.flow_control;
+  rep.rnr_retry_count = p.rnr_retry_count;
+  rep.srq = p.srq;
+  rep.local_ca_guid = local_port.node_guid;
+  rep.set_vendor_id(p.ece_vendor_id);
+  copy_private(rep.private_data, p.private_data);
+  if (!send_and_keep(*cep, rep)) return Status::no_resources;
+  cep->local_qpn = p.qpn;
+  cep->local_psn = p.starting_psn;
+  cep->responder_resources = p.responder_resources;
+  cep->initiator_depth = p.initiator_depth;
+  cep->target_ack_delay = p.target_ack_delay;
+  cep->rnr_retry_count = p.rnr_retry_count;
+  cep->flow_control = p.flow_control;
+  cep->srq = p.srq;
+  leave_backlog(*cep);
+  cep->state = CepState::rep_sent;
+  cep->retries_left = cep->max_cm_retries;
+  cep->retry_timeout_ns = response_wait_ns(cep->primary.packet_life_time, cep->remote_cm_response_timeout);
+  arm_timer(*cep, CepTimer::retransmit, cep->retry_timeout_ns);
+  return Status::ok;
+}
+
+void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& rep) {
+  const std::uint16_t port_index = buf.packet.addr.port_index;
+  Cep* cep = table_.find_by_comm_id(rep.remote_comm_id);
+  if (cep == nullptr) {
+    drop(port_index, DropReason::unknown_comm_id);
+    reject_unknown(buf, hdr.transaction_id, rep.local_comm_id, rep.remote_comm_id, mad::MessageKind::rep,
+                   mad::RejReason::invalid_comm_id, {});
+    return;
+  }
+  switch (cep->state) {
+    case CepState::req_sent:
+    case CepState::mra_req_rcvd: break;
+    case CepState::rep_rcvd:
+    case CepState::mra_rep_sent:
+    case CepState::established:
+      // A retransmitted REP: our RTU (or MRA) was lost; send it again (12.9.8.2).
+      ++message_counters(port_index, hdr.attribute_id).duplicate;
+      if (cep->state != CepState::rep_rcvd) resend(*cep);
+      return;
+    default: return drop(port_index, DropReason::out_of_state);
+  }
+  // The same remote QP connected to us twice: the older connection is stale (12.9.8.3.1).
+  if (Cep* old = remote_qpns_.find({rep.local_qpn, rep.local_ca_guid}); old != nullptr && old != cep) {
+    cep->remote_comm_id = rep.local_comm_id;
+    reject(*cep, mad::RejReason::stale_conn, {}, {});
+    Event ev = event_of(EventType::rej_received);
+    ev.params.emplace<RejReceived>().reason = static_cast<std::uint16_t>(mad::RejReason::stale_conn);
+    emit(*cep, ev, nullptr);
+    return;
+  }
+  cancel_timer(*cep);
+  cep->remote_comm_id = rep.local_comm_id;
+  cep->remote_ca_guid = rep.local_ca_guid;
+  cep->remote_qpn = rep.local_qpn;
+  cep->remote_qkey = rep.local_q_key;
+  cep->remote_psn = rep.starting_psn;
+  // Crosswise, as for the REQ on the passive side.
+  cep->initiator_depth = rep.responder_resources;
+  cep->responder_resources = rep.initiator_depth;
+  cep->target_ack_delay = rep.target_ack_delay;
+  cep->rnr_retry_count = rep.rnr_retry_count;
+  cep->flow_control = rep.end_to_end_flow_control;
+  cep->srq = rep.srq;
+  cep->ece_vendor_id = rep.vendor_id();
+  cep->transaction_id = hdr.transaction_id;
+  cep->state = CepState::rep_rcvd;
+  remote_qpns_.insert(*cep);
+  keep_received(*cep, buf);
+  if (env_.config.auto_mra_fraction > 0) {
+    arm_timer(*cep, CepTimer::auto_mra,
+              auto_mra_delay_ns(env_.config.auto_mra_fraction, cep->local_cm_response_timeout));
+  }
+  Event ev = event_of(EventType::rep_received);
+  ev.params.emplace<RepReceived>(RepReceived{
+      .remote_ca_guid = rep.local_ca_guid,
+      .remote_qpn = rep.local_qpn,
+      .remote_qkey = rep.local_q_key,
+      .starting_psn = rep.starting_psn,
+      .responder_resources = rep.responder_resources,
+      .initiator_depth = rep.initiator_depth,
+      .target_ack_delay = rep.target_ack_delay,
+      .failover_accepted = static_cast<std::uint8_t>(rep.failover_accepted),
+      .rnr_retry_count = rep.rnr_retry_count,
+      .flow_control = rep.end_to_end_flow_control,
+      .srq = rep.srq,
+      .ece_vendor_id = rep.vendor_id()});
+  emit(*cep, ev, &buf);
+}
+
+// ---- RTU ---------------------------------------------------------------------------------------
+
+Status Protocol::send_rtu(Id id, std::span<const std::uint8_t> private_data) noexcept {
+  Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  if (cep->state != CepState::rep_rcvd && cep->state != CepState::mra_rep_sent) return Status::invalid_state;
+  if (!fits<kMaxRtuPrivateData>(private_data)) return Status::invalid_argument;
+  mad::Rtu rtu;
+  rtu.local_comm_id = cep->local_comm_id;
+  rtu.remote_comm_id = cep->remote_comm_id;
+  copy_private(rtu.private_data, private_data);
+  if (!send_and_keep(*cep, rtu)) return Status::no_resources;  // kept: a duplicate REP resends it
+  cancel_timer(*cep);
+  cep->state = CepState::established;
+  return Status::ok;
+}
+
+void Protocol::on_rtu(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rtu& rtu) {
+  const std::uint16_t port_index = buf.packet.addr.port_index;
+  Cep* cep = find_local(port_index, rtu.remote_comm_id);
+  if (cep == nullptr) return;
+  if (cep->state == CepState::established && !cep->active) {
+    ++message_counters(port_index, hdr.attribute_id).duplicate;
+    return;
+  }
+  if (cep->state != CepState::rep_sent && cep->state != CepState::mra_rep_rcvd) {
+    return drop(port_index, DropReason::out_of_state);
+  }
+  cancel_timer(*cep);
+  cep->state = CepState::established;
+  keep_received(*cep, buf);
+  Event ev = event_of(EventType::rtu_received);
+  emit(*cep, ev, &buf);
+}
+
+Status Protocol::establish(Id id) noexcept {
+  Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  if (cep->state != CepState::rep_sent && cep->state != CepState::mra_rep_rcvd) return Status::invalid_state;
+  cancel_timer(*cep);
+  cep->state = CepState::established;
+  Event ev = event_of(EventType::user_established);
+  emit(*cep, ev, nullptr);
+  return Status::ok;
+}
+
+}  // namespace fastcm::engine

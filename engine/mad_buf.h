@@ -1,0 +1,55 @@
+// Pooled MAD buffers with a reference count, and the pool interface the protocol takes them from.
+//
+// A received MAD is referenced by the protocol while it handles it, by an event while a callback
+// runs or while it waits in an EventQueue, and by the application after retain(); a sent MAD is
+// referenced by its endpoint while it may be retransmitted or resent to a duplicate. The last
+// release gives the buffer back to its pool.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "fastcm/fabric.h"
+
+namespace fastcm {
+
+// Public name (fastcm/event.h) of a pooled MAD.
+struct MadRef {
+  MadPacket packet;
+  // Relaxed increments (a holder already has a reference); the final decrement is acq_rel so the
+  // thread that returns the buffer sees every earlier holder's reads completed (shared_ptr style).
+  std::atomic<std::uint32_t> refs{0};
+};
+
+}  // namespace fastcm
+
+namespace fastcm::engine {
+
+using MadBuf = fastcm::MadRef;
+
+class MadPool {
+ public:
+  MadPool() = default;
+  MadPool(const MadPool&) = delete;
+  MadPool& operator=(const MadPool&) = delete;
+  virtual ~MadPool() = default;
+
+  // A buffer with one reference, or null when the pool is exhausted (a counted condition the
+  // caller handles by policy). Contents are unspecified.
+  [[nodiscard]] virtual MadBuf* get() noexcept = 0;
+  // The number of buffers handed out and not yet returned.
+  [[nodiscard]] virtual std::uint32_t in_use() const noexcept = 0;
+
+ protected:
+  friend void release(MadPool& pool, MadBuf* buf) noexcept;
+  virtual void put(MadBuf* buf) noexcept = 0;
+};
+
+inline void retain(MadBuf& buf) noexcept { buf.refs.fetch_add(1, std::memory_order_relaxed); }
+
+// Drops one reference; the last one returns the buffer to `pool`. Null is ignored.
+inline void release(MadPool& pool, MadBuf* buf) noexcept {
+  if (buf != nullptr && buf->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) pool.put(buf);
+}
+
+}  // namespace fastcm::engine

@@ -1,0 +1,31 @@
+// Where the protocol's output goes: MADs to the fabric, and events for poll delivery to their
+// EventQueue. Callbacks are called by the protocol itself (they run on its thread).
+#pragma once
+
+#include "engine/mad_buf.h"
+#include "fastcm/event.h"
+
+namespace fastcm {
+class EventQueue;
+}
+
+namespace fastcm::engine {
+
+class Outbox {
+ public:
+  Outbox() = default;
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+  virtual ~Outbox() = default;
+
+  // Sends buf's MAD from port buf.packet.addr.port_index to buf.packet.addr. The fabric copies
+  // it: the caller keeps its reference. Returns false when the port's send path refused it (the
+  // caller counts it; a retransmission timer, where one runs, will try again).
+  virtual bool send(const MadBuf& buf) noexcept = 0;
+
+  // Appends `event` to `queue`, taking a reference on `mad` (may be null) that poll's caller gives
+  // back with Engine::release. Returns false, taking nothing, when the queue is full.
+  virtual bool enqueue(EventQueue& queue, const Event& event, MadBuf* mad) noexcept = 0;
+};
+
+}  // namespace fastcm::engine

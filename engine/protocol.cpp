@@ -1,0 +1,365 @@
+// Dispatch of received MADs to their handlers, and the steps every handler shares.
+#include "engine/protocol.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/mad/codec.h"
+#include "engine/mad/units.h"
+
+namespace fastcm::engine {
+
+namespace {
+
+constexpr std::size_t counter_index(mad::AttrId attr) noexcept {
+  switch (attr) {
+    case mad::AttrId::class_port_info: return static_cast<std::size_t>(CmMessageKind::class_port_info);
+    case mad::AttrId::req: return static_cast<std::size_t>(CmMessageKind::req);
+    case mad::AttrId::mra: return static_cast<std::size_t>(CmMessageKind::mra);
+    case mad::AttrId::rej: return static_cast<std::size_t>(CmMessageKind::rej);
+    case mad::AttrId::rep: return static_cast<std::size_t>(CmMessageKind::rep);
+    case mad::AttrId::rtu: return static_cast<std::size_t>(CmMessageKind::rtu);
+    case mad::AttrId::dreq: return static_cast<std::size_t>(CmMessageKind::dreq);
+    case mad::AttrId::drep: return static_cast<std::size_t>(CmMessageKind::drep);
+    case mad::AttrId::sidr_req: return static_cast<std::size_t>(CmMessageKind::sidr_req);
+    case mad::AttrId::sidr_rep: return static_cast<std::size_t>(CmMessageKind::sidr_rep);
+    case mad::AttrId::lap: return static_cast<std::size_t>(CmMessageKind::lap);
+    case mad::AttrId::apr: return static_cast<std::size_t>(CmMessageKind::apr);
+  }
+  return 0;
+}
+
+// Decodes the body as M and runs the handler; a body the codec rejects is counted as malformed.
+template <mad::CmMessage M>
+using Handler = void (Protocol::*)(MadBuf&, const mad::MadHeader&, const M&);
+
+// REJ "timeout" names the CA that timed out in its ARI (IBTA Table 109), big-endian.
+std::array<std::uint8_t, 8> ca_guid_ari(const PortAttr& port) noexcept {
+  std::array<std::uint8_t, 8> ari{};
+  for (std::size_t i = 0; i < ari.size(); ++i) ari[i] = static_cast<std::uint8_t>(port.node_guid >> (56 - 8 * i));
+  return ari;
+}
+
+}  // namespace
+
+Protocol::Protocol(const ProtocolEnv& env)
+    : env_(env),
+      table_(env.max_endpoints, env.shard, env.layout),
+      dup_reqs_(table_),
+      remote_qpns_(table_),
+      wheel_(TimerWheelConfig{.tick_shift = 10, .start_ns = env.clock.now_ns()}),
+      counters_(std::make_unique<PortCounters[]>(env.ports.size())) {}
+
+Protocol::~Protocol() {
+  for (std::uint32_t s = 0; s < table_.capacity(); ++s) {
+    Cep& cep = table_.at(s);
+    if (!cep.live) continue;
+    wheel_.cancel(cep.timer);
+    release(env_.pool, cep.sent);
+    release(env_.pool, cep.received);
+    cep.sent = cep.received = nullptr;
+  }
+}
+
+void Protocol::on_mad(MadBuf* buf) noexcept {
+  const std::uint16_t port_index = buf->packet.addr.port_index;
+  if (port_index >= env_.ports.size()) {
+    release(env_.pool, buf);
+    return;
+  }
+  mad::MadHeader hdr;
+  if (!mad::decode_header(buf->packet.mad, hdr).ok()) {
+    drop(port_index, DropReason::malformed);
+    release(env_.pool, buf);
+    return;
+  }
+  const auto handle = [&]<mad::CmMessage M>(Handler<M> handler) {
+    M msg;
+    if (!mad::decode_body(mad::ConstMadSpan(buf->packet.mad), msg).ok()) {
+      drop(port_index, DropReason::malformed);
+      return;
+    }
+    ++message_counters(port_index, hdr.attribute_id).received;
+    (this->*handler)(*buf, hdr, msg);
+  };
+  switch (hdr.attribute_id) {
+    case mad::AttrId::class_port_info: handle(&Protocol::on_class_port_info); break;
+    case mad::AttrId::req: handle(&Protocol::on_req); break;
+    case mad::AttrId::mra: handle(&Protocol::on_mra); break;
+    case mad::AttrId::rej: handle(&Protocol::on_rej); break;
+    case mad::AttrId::rep: handle(&Protocol::on_rep); break;
+    case mad::AttrId::rtu: handle(&Protocol::on_rtu); break;
+    case mad::AttrId::dreq: handle(&Protocol::on_dreq); break;
+    case mad::AttrId::drep: handle(&Protocol::on_drep); break;
+    case mad::AttrId::sidr_req: handle(&Protocol::on_sidr_req); break;
+    case mad::AttrId::sidr_rep: handle(&Protocol::on_sidr_rep); break;
+    case mad::AttrId::lap: handle(&Protocol::on_lap); break;
+    case mad::AttrId::apr: handle(&Protocol::on_apr); break;
+  }
+  release(env_.pool, buf);
+}
+
+// ---- timers ------------------------------------------------------------------------------------
+
+std::size_t Protocol::on_timers() noexcept {
+  return wheel_.expire(now(), [this](TimerNode& node) {
+    on_timer(table_.at(static_cast<CepTimerNode&>(node).slot));
+  });
+}
+
+void Protocol::on_timer(Cep& cep) noexcept {
+  const CepTimer kind = cep.timer_kind;
+  cep.timer_kind = CepTimer::none;
+  switch (kind) {
+    case CepTimer::retransmit: on_retransmit_timeout(cep); break;
+    case CepTimer::auto_mra: on_auto_mra_timeout(cep); break;
+    case CepTimer::timewait: {
+      dup_reqs_.erase(cep);
+      remote_qpns_.erase(cep);
+      if (!cep.user_attached) {
+        free_endpoint(cep);
+        return;
+      }
+      cep.state = CepState::idle;
+      Event ev = event_of(EventType::timewait_exit);
+      emit(cep, ev, nullptr);
+      break;
+    }
+    case CepTimer::none: break;
+  }
+}
+
+void Protocol::on_retransmit_timeout(Cep& cep) noexcept {
+  if (cep.retries_left > 0) {
+    --cep.retries_left;
+    resend(cep);
+    arm_timer(cep, CepTimer::retransmit, cep.retry_timeout_ns);
+    return;
+  }
+  // Out of retries: the peer is gone or unreachable.
+  Event ev;
+  switch (cep.state) {
+    case CepState::req_sent:
+    case CepState::mra_req_rcvd:
+    case CepState::rep_sent:
+    case CepState::mra_rep_rcvd: {
+      // Tell the peer, in case only its answers are lost.
+      const bool passive = cep.state == CepState::rep_sent || cep.state == CepState::mra_rep_rcvd;
+      reject(cep, mad::RejReason::timeout, ca_guid_ari(port(cep.port_index)), {});
+      ev.type = passive ? EventType::rep_error : EventType::req_error;
+      break;
+    }
+    case CepState::dreq_sent:
+      enter_timewait(cep);  // the peer never answered: release anyway (12.9.8.4)
+      ev.type = EventType::dreq_error;
+      break;
+    case CepState::sidr_req_sent:
+      cep.state = CepState::idle;
+      ev.type = EventType::sidr_req_error;
+      break;
+    case CepState::established:  // a LAP unanswered
+      cep.lap_state = LapState::idle;
+      ev.type = EventType::lap_error;
+      break;
+    default: return;
+  }
+  emit(cep, ev, nullptr);
+}
+
+void Protocol::abandon(Cep& cep) noexcept {
+  switch (cep.state) {
+    case CepState::idle:
+    case CepState::sidr_req_sent:
+    case CepState::sidr_req_rcvd: free_endpoint(cep); return;
+    case CepState::req_sent:
+    case CepState::mra_req_rcvd:
+      reject(cep, mad::RejReason::timeout, ca_guid_ari(port(cep.port_index)), {});
+      break;
+    case CepState::req_rcvd:
+    case CepState::mra_req_sent:
+    case CepState::rep_rcvd:
+    case CepState::mra_rep_sent:
+    case CepState::rep_sent:
+    case CepState::mra_rep_rcvd: reject(cep, mad::RejReason::consumer_reject, {}, {}); break;
+    case CepState::established: (void)disconnect(cep, {}); break;
+    case CepState::dreq_rcvd: answer_dreq(cep, {}); break;
+    case CepState::dreq_sent:
+    case CepState::timewait: break;  // the running timer finishes the job
+  }
+  if (cep.state == CepState::idle) free_endpoint(cep);
+}
+
+void Protocol::arm_timer(Cep& cep, CepTimer kind, std::uint64_t after_ns) noexcept {
+  cep.timer_kind = kind;
+  wheel_.rearm(cep.timer, now() + after_ns);
+}
+
+void Protocol::cancel_timer(Cep& cep) noexcept {
+  wheel_.cancel(cep.timer);
+  cep.timer_kind = CepTimer::none;
+}
+
+// ---- sending -----------------------------------------------------------------------------------
+
+MadBuf* Protocol::new_mad(const MadAddress& to) noexcept {
+  MadBuf* buf = env_.pool.get();
+  if (buf == nullptr) {
+    drop(to.port_index, DropReason::no_resources);
+    return nullptr;
+  }
+  buf->packet.addr = to;
+  return buf;
+}
+
+void Protocol::resend(Cep& cep) noexcept {
+  if (cep.sent == nullptr || !env_.outbox.send(*cep.sent)) return;
+  mad::MadHeader hdr;
+  if (mad::decode_header(cep.sent->packet.mad, hdr).ok()) {
+    ++message_counters(cep.peer.port_index, hdr.attribute_id).retried;
+  }
+}
+
+void Protocol::count_sent(std::uint16_t port_index, mad::AttrId attr) noexcept {
+  ++message_counters(port_index, attr).sent;
+}
+
+void Protocol::drop(std::uint16_t port_index, DropReason why) noexcept {
+  if (port_index < env_.ports.size()) ++counters_[port_index].drops[static_cast<std::size_t>(why)];
+}
+
+MessageCounters& Protocol::message_counters(std::uint16_t port_index, mad::AttrId attr) noexcept {
+  return counters_[port_index].messages[counter_index(attr)];
+}
+
+void Protocol::reject_unknown(const MadBuf& buf, std::uint64_t tid, std::uint32_t their_comm_id,
+                              std::uint32_t our_comm_id, mad::MessageKind rejected,
+                              mad::RejReason reason, std::span<const std::uint8_t> ari) noexcept {
+  mad::Rej rej;
+  rej.local_comm_id = our_comm_id;
+  rej.remote_comm_id = their_comm_id;
+  rej.message_rejected = rejected;
+  rej.reason = reason;
+  const std::size_t n = std::min(ari.size(), rej.ari.size());
+  std::copy_n(ari.begin(), n, rej.ari.begin());
+  rej.rejected_info_length = static_cast<std::uint8_t>(n);
+  send_reply(buf.packet.addr, tid, rej);
+}
+
+// ---- events ------------------------------------------------------------------------------------
+
+void Protocol::keep_received(Cep& cep, MadBuf& buf) noexcept {
+  retain(buf);
+  release(env_.pool, cep.received);
+  cep.received = &buf;
+}
+
+void Protocol::emit(Cep& cep, Event& event, MadBuf* mad) noexcept {
+  if (!cep.user_attached) return;
+  event.id = CepTable::id_of(cep);
+  if (event.context == nullptr) event.context = cep.context;
+  event.mad = mad;
+  if (mad != nullptr && event.private_data.empty()) {
+    event.private_data = mad::private_data(mad::ConstMadSpan(mad->packet.mad));
+  }
+  if (cep.delivery.queue != nullptr) {
+    if (!env_.outbox.enqueue(*cep.delivery.queue, event, mad)) drop(cep.port_index, DropReason::queue_full);
+    return;
+  }
+  CallbackFrame frame{.id = event.id, .outer = running_callbacks_};
+  running_callbacks_ = &frame;
+  cep.delivery.handler(event, cep.delivery.handler_context);  // may destroy or reuse `cep`
+  running_callbacks_ = frame.outer;
+  if (frame.destroyed && frame.on_destroyed != nullptr) frame.on_destroyed(frame.destroyed_context);
+}
+
+// ---- endpoint lifetime -------------------------------------------------------------------------
+
+Cep* Protocol::find_local(std::uint16_t port_index, std::uint32_t our_comm_id) noexcept {
+  Cep* cep = table_.find_by_comm_id(our_comm_id);
+  if (cep == nullptr) drop(port_index, DropReason::unknown_comm_id);
+  return cep;
+}
+
+Cep* Protocol::find_user(Id id) noexcept {
+  Cep* cep = table_.find(id);
+  return cep != nullptr && cep->user_attached ? cep : nullptr;
+}
+
+std::optional<CepState> Protocol::state_of(Id id) noexcept {
+  const Cep* cep = table_.find(id);
+  return cep != nullptr ? std::optional<CepState>(cep->state) : std::nullopt;
+}
+
+void Protocol::leave_backlog(Cep& cep) noexcept {
+  if (cep.listen_slot == kNoSlot) return;
+  env_.listens.release_backlog(cep.listen_slot);
+  cep.listen_slot = kNoSlot;
+}
+
+void Protocol::enter_timewait(Cep& cep) noexcept {
+  cep.state = CepState::timewait;
+  leave_backlog(cep);
+  // Long enough for every packet of the old connection to leave the fabric: the local ACK
+  // timeout covers a round trip plus the peer CA's ACK delay (IBTA 12.9.8.7's time-wait rule).
+  const std::uint8_t ack_timeout = cep.primary.packet_life_time;
+  arm_timer(cep, CepTimer::timewait, 2 * mad::timeout_exponent_to_ns(ack_timeout) +
+                                         mad::timeout_exponent_to_ns(cep.target_ack_delay));
+}
+
+void Protocol::free_endpoint(Cep& cep) noexcept {
+  cancel_timer(cep);
+  dup_reqs_.erase(cep);
+  remote_qpns_.erase(cep);
+  leave_backlog(cep);
+  release(env_.pool, cep.sent);
+  release(env_.pool, cep.received);
+  cep.sent = cep.received = nullptr;
+  table_.free(cep);
+}
+
+// ---- commands shared by every state ------------------------------------------------------------
+
+Status Protocol::create_id(const Delivery& delivery, void* context, Id& out) noexcept {
+  if ((delivery.handler == nullptr) == (delivery.queue == nullptr)) return Status::invalid_argument;
+  Cep* cep = table_.allocate();
+  if (cep == nullptr) return Status::no_resources;
+  cep->user_attached = true;
+  cep->delivery = delivery;
+  cep->context = context;
+  out = CepTable::id_of(*cep);
+  return Status::ok;
+}
+
+Status Protocol::set_context(Id id, void* context) noexcept {
+  Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  cep->context = context;
+  return Status::ok;
+}
+
+Status Protocol::last_private_data(Id id, std::span<const std::uint8_t>& out) noexcept {
+  const Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  out = {};
+  if (cep->received != nullptr) out = mad::private_data(mad::ConstMadSpan(cep->received->packet.mad));
+  return Status::ok;
+}
+
+Status Protocol::destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {
+  Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  cep->user_attached = false;
+  abandon(*cep);  // the protocol side: REJ, DREQ, DREP or time-wait as the state requires
+  for (CallbackFrame* f = running_callbacks_; f != nullptr; f = f->outer) {
+    if (f->id == id) {
+      f->destroyed = true;
+      f->on_destroyed = on_destroyed;
+      f->destroyed_context = ctx;
+      return Status::ok;
+    }
+  }
+  if (on_destroyed != nullptr) on_destroyed(ctx);
+  return Status::ok;
+}
+
+}  // namespace fastcm::engine

@@ -1,0 +1,217 @@
+// The CM protocol of one shard: its endpoints, their states and timers, and one handler per
+// received message (IBTA Vol. 1 chapter 12). No threads: whoever owns the Protocol calls it from
+// one thread — the inline engine's driver, or a shard worker.
+//
+// Every handler has the same shape: look the endpoint up, check its state (answering duplicates
+// and dropping what the state ignores, counted by reason), make the transition, cancel or re-arm
+// the timer, send, and emit the event last — the event's callback may call back into the Protocol
+// (send_rep from a REQ callback, destroy from anywhere), so nothing touches the endpoint after it.
+//
+// The handlers live in files by protocol concern: connect_handlers.cpp (REQ, MRA, REJ, REP, RTU),
+// disconnect_handlers.cpp (DREQ, DREP, time-wait), lap_handlers.cpp (LAP, APR),
+// sidr_handlers.cpp (SIDR_REQ, SIDR_REP), class_port_info.cpp; protocol.cpp holds the dispatch
+// and what they share (sending, retries, timers, events, freeing).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "engine/cep.h"
+#include "engine/cep_index.h"
+#include "engine/cep_table.h"
+#include "engine/cid.h"
+#include "engine/listen_table.h"
+#include "engine/mad/cm_messages.h"
+#include "engine/mad/codec.h"
+#include "engine/mad/mad_header.h"
+#include "engine/mad_buf.h"
+#include "engine/outbox.h"
+#include "engine/timer_wheel.h"
+#include "fastcm/clock.h"
+#include "fastcm/counters.h"
+#include "fastcm/engine.h"
+#include "fastcm/fabric.h"
+
+namespace fastcm::engine {
+
+struct ProtocolEnv {
+  std::span<const PortAttr> ports;
+  const Clock& clock;
+  MadPool& pool;
+  Outbox& outbox;
+  ListenTable& listens;
+  EngineConfig config;
+  std::uint32_t shard = 0;
+  CidLayout layout{1, 0};
+  std::uint32_t max_endpoints = 0;  // this shard's share
+};
+
+class Protocol {
+ public:
+  explicit Protocol(const ProtocolEnv& env);
+  ~Protocol();
+  Protocol(const Protocol&) = delete;
+  Protocol& operator=(const Protocol&) = delete;
+
+  // ---- input ---------------------------------------------------------------------------------
+  // A MAD received on buf->packet.addr.port_index; takes over the caller's reference. Untrusted.
+  void on_mad(MadBuf* buf) noexcept;
+  // Fires every timer due at the clock's current time; returns how many fired.
+  std::size_t on_timers() noexcept;
+
+  // ---- commands (see fastcm/engine.h for their contracts) -------------------------------------
+  Status create_id(const Delivery& delivery, void* context, Id& out) noexcept;
+  Status set_context(Id id, void* context) noexcept;
+  Status send_req(Id id, const ReqParams& p) noexcept;
+  Status send_rep(Id id, const RepParams& p) noexcept;
+  Status send_rtu(Id id, std::span<const std::uint8_t> private_data) noexcept;
+  Status send_rej(Id id, const RejParams& p) noexcept;
+  Status send_mra(Id id, const MraParams& p) noexcept;
+  Status send_dreq(Id id, std::span<const std::uint8_t> private_data) noexcept;
+  Status send_drep(Id id, std::span<const std::uint8_t> private_data) noexcept;
+  Status send_lap(Id id, const LapParams& p) noexcept;
+  Status send_apr(Id id, const AprParams& p) noexcept;
+  Status send_sidr_req(Id id, const SidrReqParams& p) noexcept;
+  Status send_sidr_rep(Id id, const SidrRepParams& p) noexcept;
+  Status establish(Id id) noexcept;
+  Status destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
+  Status init_qp_attr(Id id, QpState state, QpAttr& out) noexcept;
+  Status last_private_data(Id id, std::span<const std::uint8_t>& out) noexcept;
+  Status connection_info(Id id, ConnectionInfo& out) noexcept;
+
+  // ---- observability -------------------------------------------------------------------------
+  [[nodiscard]] const PortCounters& counters(std::size_t port_index) const noexcept {
+    return counters_[port_index];
+  }
+  [[nodiscard]] std::uint32_t endpoints_in_use() const noexcept { return table_.in_use(); }
+  // The state of a live endpoint (tests and tools); nullopt for a stale Id.
+  [[nodiscard]] std::optional<CepState> state_of(Id id) noexcept;
+
+ private:
+  // ---- handlers, one per message ---------------------------------------------------------------
+  void on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& req);
+  void on_mra(MadBuf& buf, const mad::MadHeader& hdr, const mad::Mra& mra);
+  void on_rej(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rej& rej);
+  void on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& rep);
+  void on_rtu(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rtu& rtu);
+  void on_dreq(MadBuf& buf, const mad::MadHeader& hdr, const mad::Dreq& dreq);
+  void on_drep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Drep& drep);
+  void on_lap(MadBuf& buf, const mad::MadHeader& hdr, const mad::Lap& lap);
+  void on_apr(MadBuf& buf, const mad::MadHeader& hdr, const mad::Apr& apr);
+  void on_sidr_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::SidrReq& req);
+  void on_sidr_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::SidrRep& rep);
+  void on_class_port_info(MadBuf& buf, const mad::MadHeader& hdr, const mad::ClassPortInfo& cpi);
+
+  // ---- timers ------------------------------------------------------------------------------------
+  void on_timer(Cep& cep) noexcept;
+  void on_retransmit_timeout(Cep& cep) noexcept;
+  void on_auto_mra_timeout(Cep& cep) noexcept;
+  void arm_timer(Cep& cep, CepTimer kind, std::uint64_t after_ns) noexcept;
+  void cancel_timer(Cep& cep) noexcept;
+
+  // ---- shared steps ------------------------------------------------------------------------------
+  // A fresh pooled MAD addressed like `to`, or null (counted) when the pool is empty.
+  MadBuf* new_mad(const MadAddress& to) noexcept;
+  // Encodes `msg` as a Send into a new MAD to `cep.peer` with the endpoint's transaction ID, sends
+  // it and keeps it as `cep.sent` (for retransmission and duplicates). False when out of MADs.
+  template <mad::CmMessage M>
+  bool send_and_keep(Cep& cep, const M& msg) noexcept;
+  // Encodes and sends `msg` to `to` without keeping it (answers to MADs of no endpoint).
+  template <mad::CmMessage M>
+  void send_reply(const MadAddress& to, std::uint64_t tid, const M& msg) noexcept;
+  void resend(Cep& cep) noexcept;              // cep.sent again (duplicate or retry)
+  void count_sent(std::uint16_t port_index, mad::AttrId attr) noexcept;
+  void drop(std::uint16_t port_index, DropReason why) noexcept;
+  MessageCounters& message_counters(std::uint16_t port_index, mad::AttrId attr) noexcept;
+
+  // Delivers an event about `cep` if the application still holds it; `mad` is the received MAD
+  // the event borrows (may be null). Always the last step of a handler.
+  void emit(Cep& cep, Event& event, MadBuf* mad) noexcept;
+  void keep_received(Cep& cep, MadBuf& buf) noexcept;
+
+  void apply_backlog_policy(const MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& req,
+                            const Listen& listen) noexcept;
+  // MRA the message the endpoint's state is waiting to answer (REQ, REP or LAP).
+  Status mra_for(Cep& cep, const MraParams& p) noexcept;
+  // REJ what the endpoint is negotiating; it goes idle, or to time-wait once our REP was out.
+  void reject(Cep& cep, mad::RejReason reason, std::span<const std::uint8_t> ari,
+              std::span<const std::uint8_t> private_data) noexcept;
+  // DREP a received DREQ and enter time-wait.
+  void answer_dreq(Cep& cep, std::span<const std::uint8_t> private_data) noexcept;
+  // Starts a DREQ on an established endpoint (from the application or a stale REQ).
+  bool disconnect(Cep& cep, std::span<const std::uint8_t> private_data) noexcept;
+  // REJ a REQ (or REP) of no endpoint of ours, answering its sender directly.
+  void reject_unknown(const MadBuf& buf, std::uint64_t tid, std::uint32_t their_comm_id,
+                      std::uint32_t our_comm_id, mad::MessageKind rejected, mad::RejReason reason,
+                      std::span<const std::uint8_t> ari) noexcept;
+  void enter_timewait(Cep& cep) noexcept;
+  // The protocol side of destroy: REJ before establishment, DREQ when established, DREP to a
+  // pending DREQ; the endpoint is freed now or when its time-wait ends.
+  void abandon(Cep& cep) noexcept;
+  // Returns the endpoint to the free list: releases its MADs, timer, index entries and backlog
+  // count. Runs when time-wait ends, or at once for endpoints that never left idle.
+  void free_endpoint(Cep& cep) noexcept;
+  void leave_backlog(Cep& cep) noexcept;
+  // The live endpoint that a received message's "remote comm ID" names, counting unknown IDs.
+  Cep* find_local(std::uint16_t port_index, std::uint32_t our_comm_id) noexcept;
+  Cep* find_user(Id id) noexcept;  // live and still attached to the application
+
+  [[nodiscard]] static Event event_of(EventType type) noexcept {
+    Event e;
+    e.type = type;
+    return e;
+  }
+  [[nodiscard]] std::uint64_t now() const noexcept { return env_.clock.now_ns(); }
+  [[nodiscard]] const PortAttr& port(std::uint16_t index) const noexcept { return env_.ports[index]; }
+
+  ProtocolEnv env_;
+  CepTable table_;
+  DuplicateReqIndex dup_reqs_;
+  StaleQpnIndex remote_qpns_;
+  TimerWheel wheel_;
+  std::unique_ptr<PortCounters[]> counters_;
+  std::uint64_t next_tid_ = 1;
+
+  // The callbacks running right now, innermost first (a callback may cause another endpoint's
+  // event). destroy() of an endpoint whose callback is running records on_destroyed in its frame,
+  // and emit() runs it once the callback has returned; any other destroy runs it at once.
+  struct CallbackFrame {
+    Id id;
+    Engine::DestroyedFn on_destroyed = nullptr;
+    void* destroyed_context = nullptr;
+    bool destroyed = false;
+    CallbackFrame* outer = nullptr;
+  };
+  CallbackFrame* running_callbacks_ = nullptr;
+};
+
+template <mad::CmMessage M>
+inline bool Protocol::send_and_keep(Cep& cep, const M& msg) noexcept {
+  MadBuf* buf = new_mad(cep.peer);
+  if (buf == nullptr) return false;
+  const mad::MadHeader hdr = mad::cm_header(mad::Method::send, mad::WireLayout<M>::kAttr, cep.transaction_id);
+  if (!mad::encode(hdr, msg, mad::MadSpan(buf->packet.mad)).ok()) {
+    // Commands validate their parameters first; an encode failure here is a bug, not input.
+    release(env_.pool, buf);
+    return false;
+  }
+  release(env_.pool, cep.sent);
+  cep.sent = buf;
+  if (env_.outbox.send(*buf)) count_sent(cep.peer.port_index, mad::WireLayout<M>::kAttr);
+  return true;
+}
+
+template <mad::CmMessage M>
+inline void Protocol::send_reply(const MadAddress& to, std::uint64_t tid, const M& msg) noexcept {
+  MadBuf* buf = new_mad(to);
+  if (buf == nullptr) return;
+  const mad::MadHeader hdr = mad::cm_header(mad::Method::send, mad::WireLayout<M>::kAttr, tid);
+  if (mad::encode(hdr, msg, mad::MadSpan(buf->packet.mad)).ok() && env_.outbox.send(*buf)) {
+    count_sent(to.port_index, mad::WireLayout<M>::kAttr);
+  }
+  release(env_.pool, buf);
+}
+
+}  // namespace fastcm::engine

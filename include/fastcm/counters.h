@@ -1,0 +1,65 @@
+// Per-port CM counters: messages by attribute and direction, and drops by reason.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace fastcm {
+
+// The CM attributes in wire order of their IDs, as counter indexes.
+enum class CmMessageKind : std::uint8_t {
+  class_port_info, req, mra, rej, rep, rtu, dreq, drep, sidr_req, sidr_rep, lap, apr, count_
+};
+
+// Why a received MAD changed nothing but a counter.
+enum class DropReason : std::uint8_t {
+  malformed,            // the codec rejected it (short, bad version/method/attribute, bad field)
+  unknown_comm_id,      // names a local ID we never issued or that was reused (generation)
+  out_of_state,         // a valid message the endpoint's state ignores (spec: discard)
+  duplicate,            // a retransmission already answered (counted per message too)
+  no_resources,         // endpoint table or MAD pool exhausted
+  backlog_full,         // listen backlog full under the drop policy
+  queue_full,           // an EventQueue was full
+  wrong_port,           // the MAD arrived on a port the endpoint is not bound to
+  count_
+};
+
+[[nodiscard]] constexpr std::string_view to_string(DropReason r) noexcept {
+  switch (r) {
+    case DropReason::malformed: return "malformed";
+    case DropReason::unknown_comm_id: return "unknown_comm_id";
+    case DropReason::out_of_state: return "out_of_state";
+    case DropReason::duplicate: return "duplicate";
+    case DropReason::no_resources: return "no_resources";
+    case DropReason::backlog_full: return "backlog_full";
+    case DropReason::queue_full: return "queue_full";
+    case DropReason::wrong_port: return "wrong_port";
+    case DropReason::count_: break;
+  }
+  return "unknown";
+}
+
+inline constexpr std::size_t kCmMessageKinds = static_cast<std::size_t>(CmMessageKind::count_);
+inline constexpr std::size_t kDropReasons = static_cast<std::size_t>(DropReason::count_);
+
+struct MessageCounters {
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
+  std::uint64_t retried = 0;      // retransmissions we sent
+  std::uint64_t duplicate = 0;    // retransmissions we received
+};
+
+struct PortCounters {
+  std::array<MessageCounters, kCmMessageKinds> messages{};
+  std::array<std::uint64_t, kDropReasons> drops{};
+
+  [[nodiscard]] MessageCounters& of(CmMessageKind k) noexcept { return messages[static_cast<std::size_t>(k)]; }
+  [[nodiscard]] const MessageCounters& of(CmMessageKind k) const noexcept {
+    return messages[static_cast<std::size_t>(k)];
+  }
+  [[nodiscard]] std::uint64_t dropped(DropReason r) const noexcept { return drops[static_cast<std::size_t>(r)]; }
+};
+
+}  // namespace fastcm

@@ -1,0 +1,138 @@
+// CM events: one per received message and one per timeout, each with typed parameters.
+//
+// Ownership: an event borrows the received MAD (zero-copy): every span in it points into that MAD.
+// A callback's event is valid until the callback returns; Engine::retain() keeps its MAD alive past
+// that until Engine::release(). An event taken from an EventQueue by poll() holds its MAD until
+// Engine::release(event).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <variant>
+
+#include "fastcm/id.h"
+#include "fastcm/params.h"
+#include "fastcm/types.h"
+
+namespace fastcm {
+
+// A received MAD kept alive by a reference count; opaque to the application.
+struct MadRef;
+
+enum class EventType : std::uint8_t {
+  req_received,
+  req_error,          // REQ retries ran out (no REP, REJ or MRA in time)
+  rep_received,
+  rep_error,          // REP retries ran out (no RTU in time)
+  rtu_received,       // passive side established
+  user_established,   // Engine::establish() on the passive side: data arrived before the RTU
+  rej_received,
+  mra_received,
+  dreq_received,
+  dreq_error,         // DREQ retries ran out; the endpoint went to time-wait anyway
+  drep_received,
+  timewait_exit,      // the local ID may now be reused; the endpoint is idle
+  lap_received,
+  lap_error,
+  apr_received,
+  sidr_req_received,
+  sidr_req_error,     // SIDR_REQ retries ran out
+  sidr_rep_received,
+};
+
+// Parameters of a REQ as the passive side sees them: paths are turned around so that "local"
+// is this side.
+struct ReqReceived {
+  Id listen_id;
+  std::uint64_t service_id = 0;
+  Guid remote_ca_guid = 0;
+  Qpn remote_qpn = 0;
+  QKey remote_qkey = 0;
+  QpType qp_type = QpType::rc;
+  std::uint32_t starting_psn = 0;
+  std::uint8_t responder_resources = 0;
+  std::uint8_t initiator_depth = 0;
+  std::uint8_t remote_cm_response_timeout = 0;
+  std::uint8_t local_cm_response_timeout = 0;
+  std::uint8_t retry_count = 0;
+  std::uint8_t rnr_retry_count = 0;
+  std::uint8_t max_cm_retries = 0;
+  bool flow_control = false;
+  bool srq = false;
+  std::uint32_t ece_vendor_id = 0;
+  Path primary;
+  std::optional<Path> alternate;
+};
+
+struct RepReceived {
+  Guid remote_ca_guid = 0;
+  Qpn remote_qpn = 0;
+  QKey remote_qkey = 0;
+  std::uint32_t starting_psn = 0;
+  std::uint8_t responder_resources = 0;
+  std::uint8_t initiator_depth = 0;
+  std::uint8_t target_ack_delay = 0;
+  std::uint8_t failover_accepted = 0;
+  std::uint8_t rnr_retry_count = 0;
+  bool flow_control = false;
+  bool srq = false;
+  std::uint32_t ece_vendor_id = 0;
+};
+
+struct RejReceived {
+  std::uint16_t reason = 0;               // RejReason
+  std::uint8_t message_rejected = 0;      // 0 REQ, 1 REP, 2 none
+  std::span<const std::uint8_t> ari;      // rejected_info_length bytes
+};
+
+struct MraReceived {
+  std::uint8_t service_timeout = 0;       // exponent added to the waiting side's timeout
+};
+
+struct LapReceived {
+  Path alternate;                         // turned around: "local" is this side
+};
+
+struct AprReceived {
+  std::uint8_t status = 0;                // AprStatus
+  std::span<const std::uint8_t> info;
+};
+
+struct SidrReqReceived {
+  Id listen_id;
+  std::uint64_t service_id = 0;
+  PKey pkey = 0;
+  std::uint8_t port = 0;                  // local port number it arrived on
+  Lid remote_lid = 0;
+  std::optional<Gid> remote_gid;          // when the request carried a GRH
+};
+
+struct SidrRepReceived {
+  std::uint8_t status = 0;                // SidrStatus
+  Qpn qpn = 0;
+  QKey qkey = 0;
+  std::uint32_t ece_vendor_id = 0;
+  std::span<const std::uint8_t> info;
+};
+
+// Which message a timeout event concerns carries in the event type; nothing more to say.
+struct NoParams {};
+
+using EventParams = std::variant<NoParams, ReqReceived, RepReceived, RejReceived, MraReceived,
+                                 LapReceived, AprReceived, SidrReqReceived, SidrRepReceived>;
+
+struct Event {
+  EventType type = EventType::req_received;
+  Id id;                                   // the endpoint the event is about
+  void* context = nullptr;                 // the endpoint's (or for new REQs, the listen's) context
+  std::span<const std::uint8_t> private_data;  // full-length private data of the received message
+  const MadRef* mad = nullptr;             // the received MAD; null for timeouts
+  EventParams params;
+};
+
+// Callback delivery: runs on the thread that owns the endpoint (DESIGN.md "Events"). API calls
+// made inside it execute inline and return their status synchronously.
+using EventHandler = void (*)(const Event& event, void* handler_context);
+
+}  // namespace fastcm
