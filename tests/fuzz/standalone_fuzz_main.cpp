@@ -17,11 +17,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "tests/fuzz/fuzz_entry_point.h"
@@ -63,10 +63,13 @@ bool parse_options(int argc, char** argv, Options& options) {
 }
 
 bool read_file(const fs::path& path, std::vector<Input>& inputs) {
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  Input bytes(ec ? 0 : static_cast<std::size_t>(size));
   std::ifstream in(path, std::ios::binary);
-  Input bytes;
-  if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (!in.is_open() || in.bad()) {
+  in.read(reinterpret_cast<char*>(bytes.data()),  // ifstream reads chars
+          static_cast<std::streamsize>(bytes.size()));
+  if (ec || !in) {
     std::fprintf(stderr, "standalone_fuzz_main: cannot read %s\n", path.c_str());
     return false;
   }
@@ -88,7 +91,7 @@ bool read_corpus(const std::vector<fs::path>& paths, std::vector<Input>& inputs)
       files.push_back(path);
     }
     if (ec) {
-      std::fprintf(stderr, "standalone_fuzz_main: cannot list %s: %s\n", path.c_str(),
+      std::fprintf(stderr, "standalone_fuzz_main: cannot read %s: %s\n", path.c_str(),
                    ec.message().c_str());
       return false;
     }
