@@ -67,11 +67,16 @@ class CepTable {
     return cep.live && cep.local_comm_id == comm_id ? &cep : nullptr;
   }
 
+  [[nodiscard]] const Cep* find_by_comm_id(std::uint32_t comm_id) const noexcept {
+    return const_cast<CepTable*>(this)->find_by_comm_id(comm_id);
+  }
+
   // The live endpoint an API Id names, or null when the Id is stale.
   [[nodiscard]] Cep* find(Id id) noexcept {
     Cep* cep = find_by_comm_id(id.comm_id());
     return cep != nullptr && cep->generation == id.generation() ? cep : nullptr;
   }
+  [[nodiscard]] const Cep* find(Id id) const noexcept { return const_cast<CepTable*>(this)->find(id); }
 
   [[nodiscard]] Cep& at(std::uint32_t slot) noexcept { return ceps_[slot]; }
   [[nodiscard]] static Id id_of(const Cep& cep) noexcept { return Id::make(cep.local_comm_id, cep.generation); }

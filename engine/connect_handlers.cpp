@@ -4,6 +4,7 @@
 #include "engine/cm_timeouts.h"
 #include "engine/path_convert.h"
 #include "engine/path_validation.h"
+#include "engine/port_lookup.h"
 #include "engine/protocol.h"
 
 namespace fastcm::engine {
@@ -20,28 +21,6 @@ void copy_private(std::array<std::uint8_t, N>& to, std::span<const std::uint8_t>
   std::copy_n(from.begin(), std::min(N, from.size()), to.begin());
 }
 
-// The index of `port_num` among the fabric's ports, or nullopt.
-std::optional<std::uint16_t> port_index_of(std::span<const PortAttr> ports, std::uint8_t port_num) noexcept {
-  for (std::size_t i = 0; i < ports.size(); ++i) {
-    if (ports[i].port_num == port_num) return static_cast<std::uint16_t>(i);
-  }
-  return std::nullopt;
-}
-
-std::optional<std::uint16_t> pkey_index_of(const PortAttr& port, PKey pkey) noexcept {
-  const auto keys = port.pkeys();
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if ((keys[i] & 0x7FFF) == (pkey & 0x7FFF)) return static_cast<std::uint16_t>(i);
-  }
-  return std::nullopt;
-}
-
-std::uint8_t gid_index_of(const PortAttr& port, const Gid& gid) noexcept {
-  const auto gids = port.gids();
-  const auto it = std::find(gids.begin(), gids.end(), gid);
-  return static_cast<std::uint8_t>(it == gids.end() ? 0 : it - gids.begin());
-}
-
 // The CM's own address for MADs to the peer along `path` (active side: from the REQ parameters).
 MadAddress address_along(const Path& path, std::uint16_t port_index, const PortAttr& port,
                          std::uint16_t pkey_index) noexcept {
@@ -50,7 +29,7 @@ MadAddress address_along(const Path& path, std::uint16_t port_index, const PortA
   a.remote_lid = path.remote_lid;
   a.pkey_index = pkey_index;
   a.sl = path.sl;
-  a.grh.present = !path.subnet_local || path.hop_limit > 1 || port.link_layer == LinkLayer::ethernet;
+  a.grh.present = uses_grh(path, port);
   a.grh.gid_index = gid_index_of(port, path.local_gid);
   a.grh.hop_limit = path.hop_limit;
   a.grh.traffic_class = path.traffic_class;

@@ -47,6 +47,7 @@ Protocol::Protocol(const ProtocolEnv& env)
       table_(env.max_endpoints, env.shard, env.layout),
       dup_reqs_(table_),
       remote_qpns_(table_),
+      sidr_reqs_(table_),
       wheel_(TimerWheelConfig{.tick_shift = 10, .start_ns = env.clock.now_ns()}),
       counters_(std::make_unique<PortCounters[]>(env.ports.size())) {}
 
@@ -285,7 +286,12 @@ Cep* Protocol::find_user(Id id) noexcept {
   return cep != nullptr && cep->user_attached ? cep : nullptr;
 }
 
-std::optional<CepState> Protocol::state_of(Id id) noexcept {
+const Cep* Protocol::find_user(Id id) const noexcept {
+  const Cep* cep = table_.find(id);
+  return cep != nullptr && cep->user_attached ? cep : nullptr;
+}
+
+std::optional<CepState> Protocol::state_of(Id id) const noexcept {
   const Cep* cep = table_.find(id);
   return cep != nullptr ? std::optional<CepState>(cep->state) : std::nullopt;
 }
@@ -310,6 +316,7 @@ void Protocol::free_endpoint(Cep& cep) noexcept {
   cancel_timer(cep);
   dup_reqs_.erase(cep);
   remote_qpns_.erase(cep);
+  sidr_reqs_.erase(cep);
   leave_backlog(cep);
   release(env_.pool, cep.sent);
   release(env_.pool, cep.received);
@@ -337,7 +344,7 @@ Status Protocol::set_context(Id id, void* context) noexcept {
   return Status::ok;
 }
 
-Status Protocol::last_private_data(Id id, std::span<const std::uint8_t>& out) noexcept {
+Status Protocol::last_private_data(Id id, std::span<const std::uint8_t>& out) const noexcept {
   const Cep* cep = find_user(id);
   if (cep == nullptr) return Status::stale_id;
   out = {};

@@ -13,6 +13,7 @@
 // and what they share (sending, retries, timers, events, freeing).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -28,6 +29,7 @@
 #include "engine/mad/mad_header.h"
 #include "engine/mad_buf.h"
 #include "engine/outbox.h"
+#include "engine/sidr_req_index.h"
 #include "engine/timer_wheel.h"
 #include "fastcm/clock.h"
 #include "fastcm/counters.h"
@@ -60,6 +62,7 @@ class Protocol {
   void on_mad(MadBuf* buf) noexcept;
   // Fires every timer due at the clock's current time; returns how many fired.
   std::size_t on_timers() noexcept;
+  [[nodiscard]] std::optional<std::uint64_t> next_timer_ns() const noexcept { return wheel_.next_deadline(); }
 
   // ---- commands (see fastcm/engine.h for their contracts) -------------------------------------
   Status create_id(const Delivery& delivery, void* context, Id& out) noexcept;
@@ -77,9 +80,9 @@ class Protocol {
   Status send_sidr_rep(Id id, const SidrRepParams& p) noexcept;
   Status establish(Id id) noexcept;
   Status destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
-  Status init_qp_attr(Id id, QpState state, QpAttr& out) noexcept;
-  Status last_private_data(Id id, std::span<const std::uint8_t>& out) noexcept;
-  Status connection_info(Id id, ConnectionInfo& out) noexcept;
+  Status init_qp_attr(Id id, QpState state, QpAttr& out) const noexcept;
+  Status last_private_data(Id id, std::span<const std::uint8_t>& out) const noexcept;
+  Status connection_info(Id id, ConnectionInfo& out) const noexcept;
 
   // ---- observability -------------------------------------------------------------------------
   [[nodiscard]] const PortCounters& counters(std::size_t port_index) const noexcept {
@@ -87,7 +90,7 @@ class Protocol {
   }
   [[nodiscard]] std::uint32_t endpoints_in_use() const noexcept { return table_.in_use(); }
   // The state of a live endpoint (tests and tools); nullopt for a stale Id.
-  [[nodiscard]] std::optional<CepState> state_of(Id id) noexcept;
+  [[nodiscard]] std::optional<CepState> state_of(Id id) const noexcept;
 
  private:
   // ---- handlers, one per message ---------------------------------------------------------------
@@ -118,9 +121,15 @@ class Protocol {
   // it and keeps it as `cep.sent` (for retransmission and duplicates). False when out of MADs.
   template <mad::CmMessage M>
   bool send_and_keep(Cep& cep, const M& msg) noexcept;
-  // Encodes and sends `msg` to `to` without keeping it (answers to MADs of no endpoint).
+  // Encodes and sends `msg` to `to` without keeping it (answers to MADs of no endpoint): as a
+  // Send with transaction ID `tid`, or under `hdr` (a GetResp with its MAD status).
   template <mad::CmMessage M>
   void send_reply(const MadAddress& to, std::uint64_t tid, const M& msg) noexcept;
+  template <mad::CmMessage M>
+  void send_reply(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept;
+  // Whether `buf` repeats `kept` byte for byte (a retransmission; the TID's upper half may differ,
+  // see mad::tid_cm_part). False when `kept` is null.
+  [[nodiscard]] static bool repeats(const MadBuf* kept, const MadBuf& buf) noexcept;
   void resend(Cep& cep) noexcept;              // cep.sent again (duplicate or retry)
   void count_sent(std::uint16_t port_index, mad::AttrId attr) noexcept;
   void drop(std::uint16_t port_index, DropReason why) noexcept;
@@ -133,6 +142,9 @@ class Protocol {
 
   void apply_backlog_policy(const MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& req,
                             const Listen& listen) noexcept;
+  // SIDR_REP `p` to the endpoint's SIDR_REQ and free the endpoint; false (nothing changed) when
+  // out of MADs. Parameters are already validated.
+  bool answer_sidr_req(Cep& cep, const SidrRepParams& p) noexcept;
   // MRA the message the endpoint's state is waiting to answer (REQ, REP or LAP).
   Status mra_for(Cep& cep, const MraParams& p) noexcept;
   // REJ what the endpoint is negotiating; it goes idle, or to time-wait once our REP was out.
@@ -157,6 +169,7 @@ class Protocol {
   // The live endpoint that a received message's "remote comm ID" names, counting unknown IDs.
   Cep* find_local(std::uint16_t port_index, std::uint32_t our_comm_id) noexcept;
   Cep* find_user(Id id) noexcept;  // live and still attached to the application
+  const Cep* find_user(Id id) const noexcept;
 
   [[nodiscard]] static Event event_of(EventType type) noexcept {
     Event e;
@@ -170,6 +183,7 @@ class Protocol {
   CepTable table_;
   DuplicateReqIndex dup_reqs_;
   StaleQpnIndex remote_qpns_;
+  SidrReqIndex sidr_reqs_;
   TimerWheel wheel_;
   std::unique_ptr<PortCounters[]> counters_;
   std::uint64_t next_tid_ = 1;
@@ -205,13 +219,25 @@ inline bool Protocol::send_and_keep(Cep& cep, const M& msg) noexcept {
 
 template <mad::CmMessage M>
 inline void Protocol::send_reply(const MadAddress& to, std::uint64_t tid, const M& msg) noexcept {
+  send_reply(to, mad::cm_header(mad::Method::send, mad::WireLayout<M>::kAttr, tid), msg);
+}
+
+template <mad::CmMessage M>
+inline void Protocol::send_reply(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept {
   MadBuf* buf = new_mad(to);
   if (buf == nullptr) return;
-  const mad::MadHeader hdr = mad::cm_header(mad::Method::send, mad::WireLayout<M>::kAttr, tid);
   if (mad::encode(hdr, msg, mad::MadSpan(buf->packet.mad)).ok() && env_.outbox.send(*buf)) {
     count_sent(to.port_index, mad::WireLayout<M>::kAttr);
   }
   release(env_.pool, buf);
+}
+
+inline bool Protocol::repeats(const MadBuf* kept, const MadBuf& buf) noexcept {
+  if (kept == nullptr) return false;
+  const auto& a = kept->packet.mad;
+  const auto& b = buf.packet.mad;
+  // Bytes 8-11 are the TID's upper half, which the sender's MAD layer may rewrite.
+  return std::equal(a.begin(), a.begin() + 8, b.begin()) && std::equal(a.begin() + 12, a.end(), b.begin() + 12);
 }
 
 }  // namespace fastcm::engine

@@ -53,4 +53,25 @@ CodecStatus decode(std::span<const std::uint8_t> buf, DecodedMad& out) noexcept 
   return CodecStatus::fail(CodecErrc::unknown_attribute, "attribute_id");
 }
 
+std::span<const std::uint8_t> private_data(ConstMadSpan mad) noexcept {
+  MadHeader hdr;
+  MadHeaderLayout::decode(mad.data(), hdr);
+  std::size_t size = 0;
+  switch (hdr.attribute_id) {
+    case AttrId::class_port_info: size = 0; break;
+    case AttrId::req: size = kReqPrivateDataSize; break;
+    case AttrId::mra: size = kMraPrivateDataSize; break;
+    case AttrId::rej: size = kRejPrivateDataSize; break;
+    case AttrId::rep: size = kRepPrivateDataSize; break;
+    case AttrId::rtu: size = kRtuPrivateDataSize; break;
+    case AttrId::dreq: size = kDreqPrivateDataSize; break;
+    case AttrId::drep: size = kDrepPrivateDataSize; break;
+    case AttrId::sidr_req: size = kSidrReqPrivateDataSize; break;
+    case AttrId::sidr_rep: size = kSidrRepPrivateDataSize; break;
+    case AttrId::lap: size = kLapPrivateDataSize; break;
+    case AttrId::apr: size = kAprPrivateDataSize; break;
+  }
+  return std::span<const std::uint8_t>(mad).last(size);
+}
+
 }  // namespace fastcm::mad

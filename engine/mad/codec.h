@@ -80,6 +80,10 @@ constexpr CodecStatus decode_body(ConstMadSpan mad, M& out) noexcept {
 // decode_header, then decode_body for whichever attribute the header names.
 CodecStatus decode(std::span<const std::uint8_t> buf, DecodedMad& out) noexcept;
 
+// The private data of a MAD whose header decode_header accepted: it always ends the CM data and
+// is as long as the message allows (the wire carries no length). Empty for ClassPortInfo.
+[[nodiscard]] std::span<const std::uint8_t> private_data(ConstMadSpan mad) noexcept;
+
 // Calls v(FieldPlace, member&) for every field of `msg` in table order; FieldPlace::byte counts
 // from the start of the MAD. Works on const and mutable messages.
 template <typename M, typename Visitor>

@@ -13,12 +13,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "fastcm/clock.h"
 #include "fastcm/connection_info.h"
 #include "fastcm/counters.h"
 #include "fastcm/event.h"
+#include "fastcm/event_queue.h"
 #include "fastcm/fabric.h"
 #include "fastcm/id.h"
 #include "fastcm/params.h"
@@ -26,8 +28,6 @@
 #include "fastcm/status.h"
 
 namespace fastcm {
-
-class EventQueue;
 
 // Where an endpoint's events go: a callback, or an EventQueue drained by poll(). Exactly one.
 struct Delivery {
@@ -54,8 +54,6 @@ struct EngineConfig {
   // the peer's CM response timeout, the engine sends an MRA for it. 0 disables.
   double auto_mra_fraction = 0.5;
   std::uint8_t mra_service_timeout = 24;     // exponent sent in automatic and backlog MRAs
-  std::uint8_t max_cm_retries = 15;          // for DREQ/LAP/SIDR retries the caller does not set
-  std::uint8_t ca_ack_delay = 15;            // exponent: the local CA's ACK delay (REP target ack delay)
 };
 
 class Engine {
@@ -66,6 +64,9 @@ class Engine {
 
   // Processes received MADs and expired timers; returns how many MADs and timers it handled.
   virtual std::size_t progress() = 0;
+  // The clock time of the earliest pending protocol timer, or nullopt when none is armed: an idle
+  // driver may sleep until then (or until the fabric's rx event fd wakes it).
+  [[nodiscard]] virtual std::optional<std::uint64_t> next_timer_ns() const = 0;
 
   // ---- listens -------------------------------------------------------------------------------
   // Listens for REQs and SIDR_REQs whose service ID matches under the mask. Errors:

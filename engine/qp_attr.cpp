@@ -1,0 +1,155 @@
+// QP attributes for INIT, RTR and RTS from what the endpoint negotiated, capped to the CA's limits;
+// and the negotiated parameters read back.
+#include <algorithm>
+
+#include "engine/cm_timeouts.h"
+#include "engine/port_lookup.h"
+#include "engine/protocol.h"
+
+namespace fastcm::engine {
+
+namespace {
+
+bool has_paths(CepState s) noexcept {
+  return s != CepState::idle && s != CepState::timewait && s != CepState::sidr_req_sent &&
+         s != CepState::sidr_req_rcvd;
+}
+
+// RTR needs the peer's QPN and PSN: known once the REQ (passive) or the REP (active) arrived.
+bool knows_peer_qp(const Cep& cep) noexcept {
+  switch (cep.state) {
+    case CepState::req_rcvd:
+    case CepState::mra_req_sent:
+    case CepState::rep_sent:
+    case CepState::mra_rep_rcvd: return !cep.active;
+    case CepState::rep_rcvd:
+    case CepState::mra_rep_sent: return cep.active;
+    case CepState::established:
+    case CepState::dreq_sent:
+    case CepState::dreq_rcvd: return true;
+    default: return false;
+  }
+}
+
+// RTS: the passive side after sending its REP, the active side after receiving it.
+bool may_send(const Cep& cep) noexcept {
+  switch (cep.state) {
+    case CepState::rep_sent:
+    case CepState::mra_rep_rcvd: return !cep.active;
+    case CepState::rep_rcvd:
+    case CepState::mra_rep_sent: return cep.active;
+    case CepState::established:
+    case CepState::dreq_sent:
+    case CepState::dreq_rcvd: return true;
+    default: return false;
+  }
+}
+
+AhAttr address_vector(const Path& path, const PortAttr& port) noexcept {
+  AhAttr ah;
+  ah.dlid = path.remote_lid;
+  ah.sl = path.sl;
+  ah.static_rate = path.rate;
+  ah.port_num = port.port_num;
+  ah.is_global = uses_grh(path, port);
+  if (ah.is_global) {
+    ah.dgid = path.remote_gid;
+    ah.flow_label = path.flow_label;
+    ah.hop_limit = path.hop_limit;
+    ah.traffic_class = path.traffic_class;
+    ah.sgid_index = gid_index_of(port, path.local_gid);
+  }
+  // Source path bits select our LID within the port's LMC range.
+  ah.src_path_bits = static_cast<std::uint8_t>((path.local_lid - port.lid) & ((1u << port.lmc) - 1));
+  return ah;
+}
+
+}  // namespace
+
+Status Protocol::init_qp_attr(Id id, QpState state, QpAttr& out) const noexcept {
+  const Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  if (!has_paths(cep->state)) return Status::invalid_state;
+  const PortAttr& local_port = port(cep->port_index);
+  const bool rc = cep->qp_type != QpType::uc;
+  out = QpAttr{};
+  out.qp_state = state;
+  switch (state) {
+    case QpState::init:
+      out.mask = qp_mask::state | qp_mask::access_flags | qp_mask::pkey_index | qp_mask::port;
+      out.qp_access_flags = qp_access::local_write | qp_access::remote_write;
+      if (rc && cep->responder_resources > 0) out.qp_access_flags |= qp_access::remote_read | qp_access::remote_atomic;
+      out.pkey_index = cep->peer.pkey_index;
+      out.port_num = local_port.port_num;
+      return Status::ok;
+    case QpState::rtr:
+      if (!knows_peer_qp(*cep)) return Status::invalid_state;
+      out.mask = qp_mask::state | qp_mask::av | qp_mask::path_mtu | qp_mask::dest_qpn | qp_mask::rq_psn;
+      out.ah_attr = address_vector(cep->primary, local_port);
+      out.path_mtu = cep->mtu;
+      out.dest_qp_num = cep->remote_qpn;
+      out.rq_psn = cep->remote_psn;
+      if (rc) {
+        out.mask |= qp_mask::max_dest_rd_atomic | qp_mask::min_rnr_timer;
+        out.max_dest_rd_atomic = std::min(cep->responder_resources, local_port.ca.max_qp_rd_atom);
+        out.min_rnr_timer = 0;  // the IBTA encoding of the longest wait (655.36 ms), as the kernel CM
+      }
+      if (cep->has_alternate) {
+        out.mask |= qp_mask::alt_path;
+        out.alt_ah_attr = address_vector(cep->alternate, local_port);
+        out.alt_port_num = local_port.port_num;
+        out.alt_pkey_index = cep->peer.pkey_index;
+        out.alt_timeout = local_ack_timeout(local_port.ca.local_ca_ack_delay, cep->alternate.packet_life_time);
+      }
+      return Status::ok;
+    case QpState::rts:
+      if (!may_send(*cep)) return Status::invalid_state;
+      out.mask = qp_mask::state | qp_mask::sq_psn;
+      out.sq_psn = cep->local_psn;
+      if (rc) {
+        out.mask |= qp_mask::timeout | qp_mask::retry_cnt | qp_mask::rnr_retry | qp_mask::max_qp_rd_atomic;
+        out.timeout = local_ack_timeout(local_port.ca.local_ca_ack_delay, cep->primary.packet_life_time);
+        out.retry_cnt = cep->retry_count;
+        out.rnr_retry = cep->rnr_retry_count;
+        out.max_rd_atomic = std::min(cep->initiator_depth, local_port.ca.max_qp_init_rd_atom);
+      }
+      if (cep->has_alternate) {
+        out.mask |= qp_mask::path_mig_state;
+        out.path_mig_state = MigState::rearm;
+      }
+      return Status::ok;
+    case QpState::reset: break;
+  }
+  return Status::invalid_argument;
+}
+
+Status Protocol::connection_info(Id id, ConnectionInfo& out) const noexcept {
+  const Cep* cep = find_user(id);
+  if (cep == nullptr) return Status::stale_id;
+  out = ConnectionInfo{};
+  out.state = to_string(cep->state);
+  out.active = cep->active;
+  out.local_comm_id = cep->local_comm_id;
+  out.remote_comm_id = cep->remote_comm_id;
+  out.remote_ca_guid = cep->remote_ca_guid;
+  out.service_id = cep->service_id;
+  out.local_qpn = cep->local_qpn;
+  out.remote_qpn = cep->remote_qpn;
+  out.qp_type = cep->qp_type;
+  out.port = port(cep->port_index).port_num;
+  out.responder_resources = cep->responder_resources;
+  out.initiator_depth = cep->initiator_depth;
+  out.retry_count = cep->retry_count;
+  out.rnr_retry_count = cep->rnr_retry_count;
+  out.mtu = cep->mtu;
+  out.local_psn = cep->local_psn;
+  out.remote_psn = cep->remote_psn;
+  out.flow_control = cep->flow_control;
+  out.srq = cep->srq;
+  out.ece_vendor_id = cep->ece_vendor_id;
+  out.primary = cep->primary;
+  if (cep->has_alternate) out.alternate = cep->alternate;
+  return Status::ok;
+}
+
+}  // namespace fastcm::engine
