@@ -51,6 +51,7 @@ struct Cep {
   bool has_alternate = false;
   bool in_dup_index = false;
   bool in_qpn_index = false;
+  bool in_sidr_index = false;
   std::uint16_t port_index = 0;       // fabric port index the connection runs on
   std::uint8_t retries_left = 0;
   std::uint8_t max_cm_retries = 0;
@@ -73,6 +74,7 @@ struct Cep {
   std::uint32_t ece_vendor_id = 0;
   Path primary;                          // from our side: local = this port
   Path alternate;
+  Path pending_alternate;                // a LAP's path until its APR (ours, or the peer's turned around)
 
   // ---- sending ---------------------------------------------------------------------------------
   MadAddress peer;                       // where our CM MADs go (the peer's CM on QP1)
@@ -90,6 +92,7 @@ struct Cep {
   // ---- intrusive links (slot indexes) -----------------------------------------------------------
   std::uint32_t dup_next = kNoSlot;      // duplicate-REQ index: (remote comm ID, remote CA GUID)
   std::uint32_t qpn_next = kNoSlot;      // stale-connection index: (remote QPN, remote CA GUID)
+  std::uint32_t sidr_next = kNoSlot;     // SIDR_REQs being answered: (request ID, sender)
 };
 
 }  // namespace fastcm::engine
