@@ -4,7 +4,7 @@
 // attribute it expects) and as the variant `decode`, which dispatches on the attribute ID.
 //
 // The messages hold the values of an rdma_cm RC connection on one subnet: a 4096-byte MTU, a
-// 100 Gb/s path, no alternate path, and private data filled as an application's would be.
+// 100 Gb/s path, no alternate path, and private data filled in full (the wire carries all of it).
 #include <benchmark/benchmark.h>
 
 #include <array>
