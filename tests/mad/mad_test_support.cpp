@@ -9,7 +9,7 @@ std::uint64_t read_bits(std::span<const std::uint8_t> buf, std::size_t byte, uns
   std::uint64_t value = 0;
   for (unsigned i = 0; i < width; ++i) {
     const std::size_t at = byte * 8 + bit + i;
-    value = (value << 1) | ((buf[at / 8] >> (7 - at % 8)) & 1U);
+    value = (value << 1) | ((static_cast<unsigned>(buf[at / 8]) >> (7 - at % 8)) & 1U);
   }
   return value;
 }
