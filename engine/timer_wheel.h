@@ -24,7 +24,7 @@
 // lateness: at most 25% of the shortest CM timeout (t = 0) and under 0.1% from t = 10 (4 ms) on.
 // A finer tick costs no per-tick work (empty ticks are skipped); a surviving timer pays one cascade
 // per 6 bits of its span: 3 for the common t = 20 (4.3 s), 6 for the longest, 2^31 · 4.096 µs times
-// 15 retries (2^47 ns).
+// 15 retries (under 2^47 ns).
 //
 // Precision and order: a timer fires in the first expire(now) call with now >= its fire time (the
 // deadline rounded up to a tick, so at most one tick minus 1 ns after the deadline); how much later
