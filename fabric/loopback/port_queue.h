@@ -1,0 +1,114 @@
+// One loopback port's receive side: a bounded pool of MAD slots, the MPSC queue that carries them
+// from senders to the port's consumer, the consumer-local holding area for delayed MADs, and the
+// wake-up eventfd of an idle consumer.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "fastcm/clock.h"
+#include "fastcm/fabric.h"
+
+struct rte_ring;
+
+namespace fastcm::loopback {
+
+// Preallocated at construction; afterwards nothing allocates and nothing locks.
+//
+// A slot cycles: free ring -> a sender fills it -> rx ring -> the consumer copies it out (at once,
+// or after holding it until its deliver-at time) -> free ring. Both rings are DPDK rte_rings in our
+// own memory (no EAL needed) with room for every slot, so only the slot pool can run out: that is
+// the queue-full condition.
+class PortQueue {
+ public:
+  struct Slot {
+    MadPacket pkt;  // as the receiver will see it
+    // The hand-off word: kFree while in the free pool, else the deliver-at time (kDue = at once).
+    // Written last by the side giving the slot away (release), read first by the side taking it
+    // (acquire). The rings already order the hand-off, but with barriers outside the C++ memory
+    // model; this pair makes it visible to the language (and to ThreadSanitizer).
+    std::atomic<std::uint64_t> state{kFree};
+  };
+  static constexpr std::uint64_t kDue = 0;
+  static constexpr std::uint64_t kFree = ~std::uint64_t{0};
+
+  // `depth` slots (1..2^20); `id` names the rings. Throws std::system_error when the eventfd
+  // cannot be created or a ring cannot be initialized, std::bad_alloc.
+  PortQueue(std::uint32_t depth, std::uint32_t id);
+  ~PortQueue();
+  PortQueue(const PortQueue&) = delete;
+  PortQueue& operator=(const PortQueue&) = delete;
+
+  // --- Senders: any thread, concurrently.
+
+  // Takes a free slot for the caller to fill; nullptr when all `depth` slots are in flight.
+  [[nodiscard]] Slot* try_acquire() noexcept;
+
+  // Queues a slot taken by try_acquire() and filled; the consumer may see it from `deliver_at_ns`
+  // on (kDue: at once). Never fails. The slot belongs to the queue again afterwards.
+  void publish(Slot* slot, std::uint64_t deliver_at_ns) noexcept;
+
+  // Wakes the consumer if it armed the eventfd; call after publishing (once per run of publishes).
+  void notify() noexcept;
+
+  // --- The consumer: one thread at a time.
+
+  // Copies out up to bufs.size() MADs: first the held ones whose time has come, in (deliver-at,
+  // arrival) order, then queued ones in queue order, holding back those not yet due.
+  // Reads `clock` only when a delayed MAD is involved.
+  std::size_t receive(std::span<MadPacket* const> bufs, const Clock& clock) noexcept;
+
+  // Fabric::arm_rx_event: clears a past wake-up, arms, and returns false instead when a MAD is
+  // queued or held (a consumer holding delayed MADs must not sleep past their time).
+  bool arm() noexcept;
+
+  // Moves every queued MAD into holding (those already due behind the held ones already due) and
+  // returns the earliest deliver-at time, or nullopt when nothing is in flight.
+  std::optional<std::uint64_t> next_delivery_ns(const Clock& clock) noexcept;
+
+  // --- Any thread.
+
+  // Slots not in the free pool: queued, held, or being filled by a sender. Exact when no sender
+  // or consumer runs; otherwise a value the count had at some instant.
+  [[nodiscard]] std::size_t in_flight() const noexcept;
+
+  [[nodiscard]] int event_fd() const noexcept { return event_fd_; }
+
+ private:
+  struct RingMemoryDeleter {
+    void operator()(void* p) const noexcept;
+  };
+  using RingMemory = std::unique_ptr<void, RingMemoryDeleter>;
+  struct Held {
+    std::uint64_t deliver_at_ns;
+    std::uint64_t arrival;  // tie-break: earlier arrival first
+    Slot* slot;
+  };
+  static bool later(const Held& x, const Held& y) noexcept;  // the heap order (min-heap)
+  static rte_ring* init_ring(RingMemory& memory, const char* kind, std::uint32_t id,
+                             std::uint32_t count, unsigned flags);
+
+  void hold(Slot* slot, std::uint64_t deliver_at_ns) noexcept;
+  void hand_out(Slot* slot, MadPacket* buf) noexcept;
+
+  enum : std::uint32_t { kIdle, kArmed, kSignalled };
+
+  std::uint32_t depth_;
+  std::unique_ptr<Slot[]> slots_;
+  RingMemory rx_memory_;
+  RingMemory free_memory_;
+  rte_ring* rx_;    // filled slots: multi-producer (HTS), single-consumer
+  rte_ring* free_;  // free slots: single-producer (the consumer), multi-consumer (HTS, senders)
+  std::vector<Held> held_;  // consumer-only min-heap; capacity `depth` reserved, never exceeded
+  std::uint64_t arrivals_ = 0;
+  // Wake-up state: the consumer arms it, the first sender to see it armed signals the eventfd.
+  alignas(64) std::atomic<std::uint32_t> wake_{kIdle};
+  int event_fd_ = -1;
+};
+
+}  // namespace fastcm::loopback
