@@ -110,7 +110,6 @@ TEST(LoopbackFabricPorts, EachHcaShowsOnlyItsOwnPortsInConfigOrder) {
   EXPECT_EQ(custom.pkeys().size(), 3u);
   EXPECT_EQ(custom.pkeys()[2], 0x0123);
   EXPECT_EQ(custom.ca.max_qp_rd_atom, 4);
-  EXPECT_EQ(h.fabric.hca(0).ports().data(), h.fabric.hca(0).ports().data()) << "stable span";
   EXPECT_THROW((void)h.fabric.hca(3), std::out_of_range);
 }
 
