@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "engine/cm_timeouts.h"
+#include "engine/path_address.h"
 #include "engine/path_convert.h"
 #include "engine/path_validation.h"
 #include "engine/port_lookup.h"
@@ -19,23 +20,6 @@ bool fits(std::span<const std::uint8_t> data) noexcept {
 template <std::size_t N>
 void copy_private(std::array<std::uint8_t, N>& to, std::span<const std::uint8_t> from) noexcept {
   std::copy_n(from.begin(), std::min(N, from.size()), to.begin());
-}
-
-// The CM's own address for MADs to the peer along `path` (active side: from the REQ parameters).
-MadAddress address_along(const Path& path, std::uint16_t port_index, const PortAttr& port,
-                         std::uint16_t pkey_index) noexcept {
-  MadAddress a;
-  a.port_index = port_index;
-  a.remote_lid = path.remote_lid;
-  a.pkey_index = pkey_index;
-  a.sl = path.sl;
-  a.grh.present = uses_grh(path, port);
-  a.grh.gid_index = gid_index_of(port, path.local_gid);
-  a.grh.hop_limit = path.hop_limit;
-  a.grh.traffic_class = path.traffic_class;
-  a.grh.flow_label = path.flow_label;
-  a.grh.remote_gid = path.remote_gid;
-  return a;
 }
 
 bool valid_req_params(const ReqParams& p) noexcept {
@@ -170,11 +154,6 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   if (const auto bad = validate_req_paths(req, local_port)) {
     reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req, bad->reason,
                    std::span<const std::uint8_t>(bad->ari).first(bad->ari_length));
-    return;
-  }
-  const auto pkey_index = pkey_index_of(local_port, req.partition_key);
-  if (!pkey_index) {
-    drop(port_index, DropReason::out_of_state);  // not our partition: a MAD we may not answer
     return;
   }
   if (!env_.listens.take_backlog(*listen)) {
@@ -341,6 +320,10 @@ void Protocol::on_mra(MadBuf& buf, const mad::MadHeader& hdr, const mad::Mra& mr
       cep->state = CepState::mra_rep_rcvd;
       break;
     case mad::MessageKind::lap_or_none:
+      if (cep->state == CepState::established && cep->lap_state == LapState::mra_lap_rcvd) {
+        ++message_counters(port_index, hdr.attribute_id).duplicate;
+        return;
+      }
       if (cep->state != CepState::established || cep->lap_state != LapState::lap_sent) {
         return drop(port_index, DropReason::out_of_state);
       }
@@ -506,7 +489,15 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
     case CepState::established:
       // A retransmitted REP: our RTU (or MRA) was lost; send it again (12.9.8.2).
       ++message_counters(port_index, hdr.attribute_id).duplicate;
-      if (cep->state != CepState::rep_rcvd) resend(*cep);
+      if (cep->state == CepState::mra_rep_sent || sent_attr(*cep) == mad::AttrId::rtu) {
+        resend(*cep);
+      } else if (cep->state == CepState::established) {
+        // A LAP or APR has replaced the RTU as the last MAD sent: send a fresh RTU.
+        mad::Rtu rtu;
+        rtu.local_comm_id = cep->local_comm_id;
+        rtu.remote_comm_id = cep->remote_comm_id;
+        send_reply(cep->peer, cep->transaction_id, rtu);
+      }
       return;
     default: return drop(port_index, DropReason::out_of_state);
   }

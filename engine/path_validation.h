@@ -17,8 +17,8 @@ struct PathRejection {
   std::uint8_t ari_length = 0;
 };
 
-// nullopt when both paths (the alternate only if present: a non-zero alternate remote port LID or
-// GID) can be used from `port`; otherwise the first failure, primary path first. Pure function.
+// nullopt when both paths (the alternate only if present: any of its LID or GID fields set, see
+// has_path in path_convert.h) can be used from `port`; otherwise the first failure, primary path first. Pure function.
 [[nodiscard]] std::optional<PathRejection> validate_req_paths(const mad::Req& req,
                                                               const PortAttr& port) noexcept;
 

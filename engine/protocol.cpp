@@ -170,8 +170,14 @@ void Protocol::on_retransmit_timeout(Cep& cep) noexcept {
 void Protocol::abandon(Cep& cep) noexcept {
   switch (cep.state) {
     case CepState::idle:
-    case CepState::sidr_req_sent:
-    case CepState::sidr_req_rcvd: free_endpoint(cep); return;
+    case CepState::sidr_req_sent: free_endpoint(cep); return;
+    case CepState::sidr_req_rcvd: {
+      // Answer the requester rather than let it time out (the kernel CM does the same).
+      SidrRepParams rejected;
+      rejected.status = static_cast<std::uint8_t>(mad::SidrStatus::rejected);
+      if (!answer_sidr_req(cep, rejected)) free_endpoint(cep);
+      return;
+    }
     case CepState::req_sent:
     case CepState::mra_req_rcvd:
       reject(cep, mad::RejReason::timeout, ca_guid_ari(port(cep.port_index)), {});
@@ -212,12 +218,15 @@ MadBuf* Protocol::new_mad(const MadAddress& to) noexcept {
   return buf;
 }
 
+std::optional<mad::AttrId> Protocol::sent_attr(const Cep& cep) noexcept {
+  mad::MadHeader hdr;
+  if (cep.sent == nullptr || !mad::decode_header(cep.sent->packet.mad, hdr).ok()) return std::nullopt;
+  return hdr.attribute_id;
+}
+
 void Protocol::resend(Cep& cep) noexcept {
   if (cep.sent == nullptr || !env_.outbox.send(*cep.sent)) return;
-  mad::MadHeader hdr;
-  if (mad::decode_header(cep.sent->packet.mad, hdr).ok()) {
-    ++message_counters(cep.peer.port_index, hdr.attribute_id).retried;
-  }
+  if (const auto attr = sent_attr(cep)) ++message_counters(cep.peer.port_index, *attr).retried;
 }
 
 void Protocol::count_sent(std::uint16_t port_index, mad::AttrId attr) noexcept {

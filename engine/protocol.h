@@ -131,6 +131,8 @@ class Protocol {
   // see mad::tid_cm_part). False when `kept` is null.
   [[nodiscard]] static bool repeats(const MadBuf* kept, const MadBuf& buf) noexcept;
   void resend(Cep& cep) noexcept;              // cep.sent again (duplicate or retry)
+  // The attribute of cep.sent, if any.
+  [[nodiscard]] static std::optional<mad::AttrId> sent_attr(const Cep& cep) noexcept;
   void count_sent(std::uint16_t port_index, mad::AttrId attr) noexcept;
   void drop(std::uint16_t port_index, DropReason why) noexcept;
   MessageCounters& message_counters(std::uint16_t port_index, mad::AttrId attr) noexcept;

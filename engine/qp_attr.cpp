@@ -64,6 +64,15 @@ AhAttr address_vector(const Path& path, const PortAttr& port) noexcept {
   return ah;
 }
 
+// The alternate path, in RTR and again in RTS (after a LAP loads one on a connected QP).
+void set_alternate_path(QpAttr& out, const Cep& cep, const PortAttr& port) noexcept {
+  out.mask |= qp_mask::alt_path;
+  out.alt_ah_attr = address_vector(cep.alternate, port);
+  out.alt_port_num = port.port_num;
+  out.alt_pkey_index = cep.peer.pkey_index;
+  out.alt_timeout = local_ack_timeout(port.ca.local_ca_ack_delay, cep.alternate.packet_life_time);
+}
+
 }  // namespace
 
 Status Protocol::init_qp_attr(Id id, QpState state, QpAttr& out) const noexcept {
@@ -94,13 +103,7 @@ Status Protocol::init_qp_attr(Id id, QpState state, QpAttr& out) const noexcept 
         out.max_dest_rd_atomic = std::min(cep->responder_resources, local_port.ca.max_qp_rd_atom);
         out.min_rnr_timer = 0;  // the IBTA encoding of the longest wait (655.36 ms), as the kernel CM
       }
-      if (cep->has_alternate) {
-        out.mask |= qp_mask::alt_path;
-        out.alt_ah_attr = address_vector(cep->alternate, local_port);
-        out.alt_port_num = local_port.port_num;
-        out.alt_pkey_index = cep->peer.pkey_index;
-        out.alt_timeout = local_ack_timeout(local_port.ca.local_ca_ack_delay, cep->alternate.packet_life_time);
-      }
+      if (cep->has_alternate) set_alternate_path(out, *cep, local_port);
       return Status::ok;
     case QpState::rts:
       if (!may_send(*cep)) return Status::invalid_state;
@@ -114,6 +117,7 @@ Status Protocol::init_qp_attr(Id id, QpState state, QpAttr& out) const noexcept 
         out.max_rd_atomic = std::min(cep->initiator_depth, local_port.ca.max_qp_init_rd_atom);
       }
       if (cep->has_alternate) {
+        set_alternate_path(out, *cep, local_port);
         out.mask |= qp_mask::path_mig_state;
         out.path_mig_state = MigState::rearm;
       }
