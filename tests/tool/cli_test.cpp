@@ -32,7 +32,8 @@ Mad encoded_req(std::uint32_t comm_id) {
   req.primary.local_port_gid = Gid::from_parts(0xfe80000000000000ULL, 0x0002c90300000001ULL);
   req.private_data[0] = 0xab;
   Mad m{};
-  EXPECT_TRUE(mad::encode(mad::cm_header(mad::Method::send, mad::AttrId::req, 0x1234), req, m).ok());
+  EXPECT_TRUE(
+      mad::encode(mad::cm_header(mad::Method::send, mad::AttrId::req, 0x1234), req, m).ok());
   return m;
 }
 
@@ -42,7 +43,8 @@ Mad encoded_rep(std::uint32_t comm_id) {
   rep.remote_comm_id = comm_id;
   rep.local_qpn = 0x456;
   Mad m{};
-  EXPECT_TRUE(mad::encode(mad::cm_header(mad::Method::send, mad::AttrId::rep, 0x1234), rep, m).ok());
+  EXPECT_TRUE(
+      mad::encode(mad::cm_header(mad::Method::send, mad::AttrId::rep, 0x1234), rep, m).ok());
   return m;
 }
 
@@ -120,8 +122,9 @@ TEST(FastcmMadCli, EncodePrintsTheMadAsOneHexLine) {
 }
 
 TEST(FastcmMadCli, EncodeThenDecodeGivesBackTheInput) {
-  const Json in = Json::parse(R"({"header": {"transaction_id": "0x00000000000000aa"}, "message": "dreq",
-      "fields": {"local_comm_id": 1, "remote_comm_id": 2, "remote_qpn_eecn": 291, "private_data": "0102"}})");
+  const Json in = Json::parse(R"({"header": {"transaction_id": "0x00000000000000aa"},
+      "message": "dreq", "fields": {"local_comm_id": 1, "remote_comm_id": 2,
+                                    "remote_qpn_eecn": 291, "private_data": "0102"}})");
   const ToolRun encoded = run_fastcm_mad({"encode", in.dump()});
   ASSERT_EQ(encoded.exit_code, 0) << encoded.err;
   const ToolRun decoded = run_fastcm_mad({"decode", "-"}, encoded.out);
@@ -133,7 +136,8 @@ TEST(FastcmMadCli, EncodeThenDecodeGivesBackTheInput) {
 }
 
 TEST(FastcmMadCli, EncodeErrorGoesToStderrAsJsonAndExitsOne) {
-  const ToolRun unknown = run_fastcm_mad({"encode", R"({"message": "req", "fields": {"primary_lid": 1}})"});
+  const ToolRun unknown =
+      run_fastcm_mad({"encode", R"({"message": "req", "fields": {"primary_lid": 1}})"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_EQ(unknown.out, "");
   const Json error = Json::parse(unknown.err);
@@ -172,8 +176,9 @@ class FastcmMadPcap : public ::testing::Test {
     writer.flush();
   }
 
-  static std::vector<std::uint8_t> frame(const roce::RoceEndpoint& src, const roce::RoceEndpoint& dst,
-                                         const Mad& mad, Qpn dest_qp = roce::kGsiQpn) {
+  static std::vector<std::uint8_t> frame(const roce::RoceEndpoint& src,
+                                         const roce::RoceEndpoint& dst, const Mad& mad,
+                                         Qpn dest_qp = roce::kGsiQpn) {
     std::vector<std::uint8_t> out(roce::kMaxRocev2FrameSize);
     roce::RoceGsiHeader header;
     header.dest_qp = dest_qp;
@@ -199,17 +204,19 @@ TEST_F(FastcmMadPcap, PrintsEveryGsiMadIncludingMalformedOnesAndCountsTheRest) {
   std::vector<std::uint8_t> arp(42, 0);
   arp[12] = 0x08;
   arp[13] = 0x06;
-  // Over IPv4 (no UDP checksum): over IPv6 the UDP checksum, which covers the ICRC, would refuse it.
+  // Over IPv4 (no UDP checksum): over IPv6 the UDP checksum, which covers the ICRC, would refuse
+  // it.
   std::vector<std::uint8_t> bad_icrc = frame(v4a_, v4b_, req);
   bad_icrc.back() ^= 0xff;
-  write({frame(v6a_, v6b_, req), frame(v4b_, v4a_, rep), frame(v6a_, v6b_, malformed), arp, bad_icrc,
-         frame(v6a_, v6b_, req, 0x42)});
+  write({frame(v6a_, v6b_, req), frame(v4b_, v4a_, rep), frame(v6a_, v6b_, malformed), arp,
+         bad_icrc, frame(v6a_, v6b_, req, 0x42)});
 
   const ToolRun run = run_fastcm_mad({"pcap", path_.string()});
   EXPECT_EQ(run.exit_code, 1) << "a malformed MAD makes the run fail";
-  EXPECT_EQ(run.err,
-            "fastcm-mad pcap: 6 frames: 4 MADs (1 malformed, 1 bad ICRC), 1 to other QPs, 1 skipped "
-            "(not_ipv4_or_ipv6: 1)\n");
+  EXPECT_EQ(
+      run.err,
+      "fastcm-mad pcap: 6 frames: 4 MADs (1 malformed, 1 bad ICRC), 1 to other QPs, 1 skipped "
+      "(not_ipv4_or_ipv6: 1)\n");
   const std::vector<Json> lines = json_lines(run.out);
   ASSERT_EQ(lines.size(), 4U) << run.out;
   const std::vector<std::string> meta{"frame", "time_us", "src", "dst", "icrc_ok"};
@@ -244,7 +251,9 @@ TEST_F(FastcmMadPcap, ExitsZeroWhenEveryMadDecodes) {
   const ToolRun run = run_fastcm_mad({"pcap", path_.string()});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(json_lines(run.out).size(), 2U);
-  EXPECT_EQ(run.err, "fastcm-mad pcap: 2 frames: 2 MADs (0 malformed, 0 bad ICRC), 0 to other QPs, 0 skipped\n");
+  EXPECT_EQ(
+      run.err,
+      "fastcm-mad pcap: 2 frames: 2 MADs (0 malformed, 0 bad ICRC), 0 to other QPs, 0 skipped\n");
 }
 
 TEST_F(FastcmMadPcap, DamagedCaptureExitsOneAfterTheFramesBeforeTheDamage) {

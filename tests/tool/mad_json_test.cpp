@@ -83,11 +83,12 @@ Mad hand_built_req() {
   m[59] = 4;     // responder resources
   m[74] = 0x47;  // MTU 4 (2048), RDC 0, RNR retry count 7
   m[77] = 0x11;  // primary local port LID 0x0011
-  const std::array<std::uint8_t, 16> gid{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0x03, 0, 0, 0, 0x01};
+  const std::array<std::uint8_t, 16> gid{0xfe, 0x80, 0,    0,    0, 0, 0, 0,
+                                         0,    0x02, 0xc9, 0x03, 0, 0, 0, 0x01};
   std::copy(gid.begin(), gid.end(), m.begin() + 80);  // primary local port GID
-  m[115] = 0x03;  // primary packet rate 3 (10 Gb/s)
-  m[118] = 0x58;  // primary SL 5, subnet local
-  m[164] = 0xab;  // private data
+  m[115] = 0x03;                                      // primary packet rate 3 (10 Gb/s)
+  m[118] = 0x58;                                      // primary SL 5, subnet local
+  m[164] = 0xab;                                      // private data
   m[165] = 0xcd;
   return m;
 }
@@ -107,16 +108,33 @@ TEST(MadJson, HandBuiltReqDecodesToTheExpectedKeysAndValues) {
 
   std::vector<std::string> keys;
   for (const auto& item : j.at("fields").items()) keys.push_back(item.key());
-  const std::vector<std::string> path{"local_port_lid", "remote_port_lid", "local_port_gid",
-                                      "remote_port_gid", "flow_label", "packet_rate", "traffic_class",
-                                      "hop_limit", "sl", "subnet_local", "local_ack_timeout"};
-  std::vector<std::string> expected{"local_comm_id", "vendor_id", "service_id", "local_ca_guid",
-                                    "local_q_key", "local_qpn", "responder_resources", "local_eecn",
-                                    "initiator_depth", "remote_eecn", "remote_cm_response_timeout",
-                                    "transport_service_type", "end_to_end_flow_control", "starting_psn",
-                                    "local_cm_response_timeout", "retry_count", "partition_key",
-                                    "path_packet_payload_mtu", "rdc_exists", "rnr_retry_count",
-                                    "max_cm_retries", "srq", "extended_transport_type"};
+  const std::vector<std::string> path{"local_port_lid",  "remote_port_lid",  "local_port_gid",
+                                      "remote_port_gid", "flow_label",       "packet_rate",
+                                      "traffic_class",   "hop_limit",        "sl",
+                                      "subnet_local",    "local_ack_timeout"};
+  std::vector<std::string> expected{"local_comm_id",
+                                    "vendor_id",
+                                    "service_id",
+                                    "local_ca_guid",
+                                    "local_q_key",
+                                    "local_qpn",
+                                    "responder_resources",
+                                    "local_eecn",
+                                    "initiator_depth",
+                                    "remote_eecn",
+                                    "remote_cm_response_timeout",
+                                    "transport_service_type",
+                                    "end_to_end_flow_control",
+                                    "starting_psn",
+                                    "local_cm_response_timeout",
+                                    "retry_count",
+                                    "partition_key",
+                                    "path_packet_payload_mtu",
+                                    "rdc_exists",
+                                    "rnr_retry_count",
+                                    "max_cm_retries",
+                                    "srq",
+                                    "extended_transport_type"};
   for (const std::string& p : path) expected.push_back("primary_" + p);
   for (const std::string& p : path) expected.push_back("alternate_" + p);
   expected.push_back("sap_supported");
@@ -146,7 +164,8 @@ TEST(MadJson, ShortBufferGivesTheErrorOnly) {
   const std::vector<std::uint8_t> short_buf(100, 0);
   const MadAsJson out = mad_to_json(short_buf);
   EXPECT_FALSE(out.ok);
-  EXPECT_EQ(out.json, Json::parse(R"({"error": "short_buffer", "errc": "short_buffer", "field": null})"));
+  EXPECT_EQ(out.json,
+            Json::parse(R"({"error": "short_buffer", "errc": "short_buffer", "field": null})"));
 }
 
 TEST(MadJson, BadClassVersionShowsTheHeaderAsReceived) {
@@ -193,7 +212,9 @@ TEST(MadJson, ErrorInAGroupNamesTheFieldWithItsPrefix) {
   EXPECT_FALSE(out.json.at("fields").contains("alternate_packet_rate"));
 }
 
-std::optional<MadJsonError> encode_text(const char* json, Mad& out) { return json_to_mad(Json::parse(json), out); }
+std::optional<MadJsonError> encode_text(const char* json, Mad& out) {
+  return json_to_mad(Json::parse(json), out);
+}
 
 TEST(MadJson, EncodeFillsDefaultsAndTakesTheAttributeFromTheMessage) {
   Mad m{};
@@ -203,7 +224,8 @@ TEST(MadJson, EncodeFillsDefaultsAndTakesTheAttributeFromTheMessage) {
   EXPECT_EQ(out.json.at("header").at("attribute_id"), 0x14);
   EXPECT_EQ(out.json.at("header").at("method"), 3);
   EXPECT_EQ(out.json.at("header").at("transaction_id"), "0x0000000000000000");
-  EXPECT_EQ(out.json.at("fields"), Json::parse(R"({"local_comm_id": 7, "remote_comm_id": 0, "private_data": ""})"));
+  EXPECT_EQ(out.json.at("fields"),
+            Json::parse(R"({"local_comm_id": 7, "remote_comm_id": 0, "private_data": ""})"));
 }
 
 TEST(MadJson, EncodeAcceptsHexIntegersAnyGidTextAndShortSeparatedBytes) {
@@ -248,36 +270,42 @@ TEST_P(MadJsonEncodeError, NamesTheRuleAndTheField) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, MadJsonEncodeError,
     ::testing::Values(
-        EncodeErrorCase{R"({"message": "req", "fields": {"primary_lid": 3}})", "unknown_field", "primary_lid"},
+        EncodeErrorCase{R"({"message": "req", "fields": {"primary_lid": 3}})", "unknown_field",
+                        "primary_lid"},
         EncodeErrorCase{R"({"message": "req", "header": {"tid": 3}})", "unknown_field", "tid"},
         EncodeErrorCase{R"({"message": "req", "frame": 3})", "unknown_field", "frame"},
-        EncodeErrorCase{R"({"message": "rtu", "fields": {"service_id": 1}})", "unknown_field", "service_id"},
+        EncodeErrorCase{R"({"message": "rtu", "fields": {"service_id": 1}})", "unknown_field",
+                        "service_id"},
         EncodeErrorCase{R"({"message": "connect"})", "unknown_message", "message"},
         EncodeErrorCase{R"({"fields": {}})", "unknown_message", "message"},
         EncodeErrorCase{R"({"message": 16})", "bad_type", "message"},
         EncodeErrorCase{R"([1, 2])", "not_an_object", ""},
         EncodeErrorCase{R"({"message": "req", "fields": [1]})", "not_an_object", "fields"},
         // The codec's own checks, reached once the JSON is well formed.
-        EncodeErrorCase{R"({"message": "req", "fields": {"primary_sl": 16}})", "value_too_wide", "primary_sl"},
-        EncodeErrorCase{R"({"message": "req", "fields": {"path_packet_payload_mtu": 0}})", "invalid_value",
-                        "path_packet_payload_mtu"},
+        EncodeErrorCase{R"({"message": "req", "fields": {"primary_sl": 16}})", "value_too_wide",
+                        "primary_sl"},
+        EncodeErrorCase{R"({"message": "req", "fields": {"path_packet_payload_mtu": 0}})",
+                        "invalid_value", "path_packet_payload_mtu"},
         EncodeErrorCase{R"({"message": "rtu", "header": {"method": 1}})", "bad_method", "method"},
-        EncodeErrorCase{R"({"message": "rtu", "header": {"attribute_id": 16}})", "unknown_attribute",
-                        "attribute_id"},
+        EncodeErrorCase{R"({"message": "rtu", "header": {"attribute_id": 16}})",
+                        "unknown_attribute", "attribute_id"},
         // Values the member itself cannot hold, and text of the wrong kind.
-        EncodeErrorCase{R"({"message": "rtu", "fields": {"local_comm_id": 4294967296}})", "value_too_wide",
-                        "local_comm_id"},
+        EncodeErrorCase{R"({"message": "rtu", "fields": {"local_comm_id": 4294967296}})",
+                        "value_too_wide", "local_comm_id"},
         EncodeErrorCase{R"({"message": "rtu", "fields": {"private_data": ")" +
                             std::string(2 * 225, '1') + R"("}})",
                         "value_too_wide", "private_data"},
-        EncodeErrorCase{R"({"message": "rtu", "fields": {"local_comm_id": -1}})", "bad_value", "local_comm_id"},
-        EncodeErrorCase{R"({"message": "rtu", "fields": {"local_comm_id": 1.5}})", "bad_type", "local_comm_id"},
+        EncodeErrorCase{R"({"message": "rtu", "fields": {"local_comm_id": -1}})", "bad_value",
+                        "local_comm_id"},
+        EncodeErrorCase{R"({"message": "rtu", "fields": {"local_comm_id": 1.5}})", "bad_type",
+                        "local_comm_id"},
         EncodeErrorCase{R"({"message": "rtu", "fields": {"local_comm_id": "12"}})", "bad_value",
                         "local_comm_id"},
-        EncodeErrorCase{R"({"message": "rtu", "fields": {"private_data": "abc"}})", "bad_value", "private_data"},
+        EncodeErrorCase{R"({"message": "rtu", "fields": {"private_data": "abc"}})", "bad_value",
+                        "private_data"},
         EncodeErrorCase{R"({"message": "req", "fields": {"srq": 1}})", "bad_type", "srq"},
-        EncodeErrorCase{R"({"message": "req", "fields": {"primary_local_port_gid": "10.0.0.1"}})", "bad_value",
-                        "primary_local_port_gid"}),
+        EncodeErrorCase{R"({"message": "req", "fields": {"primary_local_port_gid": "10.0.0.1"}})",
+                        "bad_value", "primary_local_port_gid"}),
     case_name);
 
 }  // namespace

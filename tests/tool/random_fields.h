@@ -24,8 +24,10 @@ class RandomizeField {
     if constexpr (std::is_same_v<T, bool>) {
       member = (rng_() & 1U) != 0;
     } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
-      using Raw = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
-      const std::uint64_t mask = place.width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << place.width) - 1;
+      using Raw = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
+                                              std::type_identity<T>>::type;
+      const std::uint64_t mask =
+          place.width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << place.width) - 1;
       member = static_cast<T>(static_cast<Raw>(rng_() & mask));
     } else if constexpr (std::is_same_v<T, Gid>) {
       for (std::uint8_t& b : member.raw) b = static_cast<std::uint8_t>(rng_());

@@ -7,9 +7,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -21,13 +22,16 @@ namespace {
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::move(text).str();
 }
 
 }  // namespace
 
 ScratchDir::ScratchDir() {
-  std::string pattern = (std::filesystem::path(::testing::TempDir()) / "fastcm-mad-XXXXXX").string();
+  std::string pattern =
+      (std::filesystem::path(::testing::TempDir()) / "fastcm-mad-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) {
     throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
   }
@@ -49,8 +53,10 @@ ToolRun run_fastcm_mad(const std::vector<std::string>& args, const std::string& 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
 
   std::vector<std::string> argv_text{FASTCM_MAD_TOOL};
   argv_text.insert(argv_text.end(), args.begin(), args.end());

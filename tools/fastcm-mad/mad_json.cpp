@@ -59,7 +59,8 @@ Json value_to_json(const T& value) {
     return gid_to_text(value);
   } else {
     static_assert(IsByteArray<T>::value, "a field is an integer, enum, bool, Gid or byte array");
-    const auto last_used = std::find_if(value.rbegin(), value.rend(), [](std::uint8_t b) { return b != 0; });
+    const auto last_used =
+        std::find_if(value.rbegin(), value.rend(), [](std::uint8_t b) { return b != 0; });
     return to_hex(std::span(value.data(), static_cast<std::size_t>(value.rend() - last_used)));
   }
 }
@@ -95,27 +96,34 @@ Json header_json(const mad::MadHeader& header) {
 
 Json message_fields_json(const mad::AnyMessage& message, const mad::CodecStatus& stop) {
   Json out = Json::object();
-  std::visit([&](const auto& msg) { mad::visit_fields(msg, FieldsToJson(out, stop.group, stop.field)); },
-             message);
+  std::visit(
+      [&](const auto& msg) { mad::visit_fields(msg, FieldsToJson(out, stop.group, stop.field)); },
+      message);
   return out;
 }
 
 std::string_view message_name(const mad::AnyMessage& message) {
   return std::visit(
-      [](const auto& msg) { return mad::attr_name(mad::WireLayout<std::remove_cvref_t<decltype(msg)>>::kAttr); },
+      [](const auto& msg) {
+        return mad::attr_name(mad::WireLayout<std::remove_cvref_t<decltype(msg)>>::kAttr);
+      },
       message);
 }
 
 // A JSON number or a "0x..." string (1 to 16 hex digits) as an unsigned 64-bit value.
-std::optional<MadJsonError> read_unsigned(const Json& j, const std::string& field, std::uint64_t& out) {
+std::optional<MadJsonError> read_unsigned(const Json& j, const std::string& field,
+                                          std::uint64_t& out) {
   if (j.is_number_unsigned()) {
     out = j.get<std::uint64_t>();
     return std::nullopt;
   }
   if (j.is_number_integer()) return mapping_error("bad_value", field, "negative");
-  if (!j.is_string()) return mapping_error("bad_type", field, "expected a number or a \"0x...\" string");
+  if (!j.is_string()) {
+    return mapping_error("bad_type", field, "expected a number or a \"0x...\" string");
+  }
   const std::string& text = j.get_ref<const std::string&>();
-  const std::string_view digits = std::string_view(text).substr(std::min<std::size_t>(2, text.size()));
+  const std::string_view digits =
+      std::string_view(text).substr(std::min<std::size_t>(2, text.size()));
   const bool prefixed = text.starts_with("0x") || text.starts_with("0X");
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
@@ -132,11 +140,13 @@ std::optional<MadJsonError> value_from_json(const Json& j, const std::string& fi
     if (!j.is_boolean()) return mapping_error("bad_type", field, "expected true or false");
     member = j.get<bool>();
   } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
-    using Raw = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
+    using Raw = typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
+                                            std::type_identity<T>>::type;
     std::uint64_t raw = 0;
     if (auto e = read_unsigned(j, field, raw)) return e;
     if (raw > std::numeric_limits<Raw>::max()) {
-      return mapping_error(mad::to_string(mad::CodecErrc::value_too_wide), field, "too large for the field");
+      return mapping_error(mad::to_string(mad::CodecErrc::value_too_wide), field,
+                           "too large for the field");
     }
     // Every enum of the codec has a fixed underlying type, so any Raw value is a valid T.
     member = static_cast<T>(static_cast<Raw>(raw));
@@ -148,14 +158,16 @@ std::optional<MadJsonError> value_from_json(const Json& j, const std::string& fi
   } else {
     static_assert(IsByteArray<T>::value, "a field is an integer, enum, bool, Gid or byte array");
     if (!j.is_string()) return mapping_error("bad_type", field, "expected a hex string");
-    const std::optional<std::vector<std::uint8_t>> bytes = parse_hex(j.get_ref<const std::string&>());
+    const std::optional<std::vector<std::uint8_t>> bytes =
+        parse_hex(j.get_ref<const std::string&>());
     if (!bytes) return mapping_error("bad_value", field, "not hex digits in pairs");
     if (bytes->size() > member.size()) {
       return mapping_error(mad::to_string(mad::CodecErrc::value_too_wide), field,
                            std::to_string(bytes->size()) + " bytes, the field holds " +
                                std::to_string(member.size()));
     }
-    std::fill(std::copy(bytes->begin(), bytes->end(), member.begin()), member.end(), std::uint8_t{0});
+    std::fill(std::copy(bytes->begin(), bytes->end(), member.begin()), member.end(),
+              std::uint8_t{0});
   }
   return std::nullopt;
 }
@@ -164,8 +176,8 @@ std::optional<MadJsonError> value_from_json(const Json& j, const std::string& fi
 // `visit(target, visitor)` enumerates. Unknown keys are rejected before any value is read; `owner`
 // names the target in that error.
 template <typename T, typename VisitFn>
-std::optional<MadJsonError> read_object(const Json& in, const char* key, std::string_view owner, T& target,
-                                        VisitFn visit) {
+std::optional<MadJsonError> read_object(const Json& in, const char* key, std::string_view owner,
+                                        T& target, VisitFn visit) {
   const auto it = in.find(key);
   if (it == in.end()) return std::nullopt;
   if (!it->is_object()) return mapping_error("not_an_object", key, "expected an object of fields");
@@ -173,7 +185,8 @@ std::optional<MadJsonError> read_object(const Json& in, const char* key, std::st
   visit(target, [&](const FieldPlace& place, const auto&) { known.push_back(full_name(place)); });
   for (const auto& item : it->items()) {
     if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
-      return mapping_error("unknown_field", item.key(), std::string("not a field of ").append(owner));
+      return mapping_error("unknown_field", item.key(),
+                           std::string("not a field of ").append(owner));
     }
   }
   std::optional<MadJsonError> error;
@@ -185,13 +198,16 @@ std::optional<MadJsonError> read_object(const Json& in, const char* key, std::st
   return error;
 }
 
+template <std::size_t I>
+constexpr std::string_view alternative_name() {
+  return mad::attr_name(mad::WireLayout<std::variant_alternative_t<I, mad::AnyMessage>>::kAttr);
+}
+
 // The default-constructed alternative of AnyMessage whose attribute is called `name`.
 template <std::size_t... I>
 std::optional<mad::AnyMessage> message_named(std::string_view name, std::index_sequence<I...>) {
   std::optional<mad::AnyMessage> out;
-  (void)((mad::attr_name(mad::WireLayout<std::variant_alternative_t<I, mad::AnyMessage>>::kAttr) == name &&
-          (out.emplace(std::in_place_index<I>), true)) ||
-         ...);
+  (void)((alternative_name<I>() == name && (out.emplace(std::in_place_index<I>), true)) || ...);
   return out;
 }
 
@@ -200,7 +216,8 @@ std::optional<mad::AnyMessage> message_named(std::string_view name, std::index_s
 MadJsonError MadJsonError::from_codec(const mad::CodecStatus& status) {
   std::string field(status.group);
   field.append(status.field);
-  return MadJsonError{status.describe(), std::string(mad::to_string(status.errc)), std::move(field)};
+  return MadJsonError{status.describe(), std::string(mad::to_string(status.errc)),
+                      std::move(field)};
 }
 
 Json error_to_json(const MadJsonError& error) {
@@ -229,7 +246,9 @@ MadAsJson mad_to_json(std::span<const std::uint8_t> buf) {
   // The header's fields carry no checks of their own, so this shows what was received even when
   // decode_header rejected a value.
   mad::MadHeader raw_header;
-  if (mad::MadHeaderLayout::decode(buf.data(), raw_header).ok()) result.json["header"] = header_json(raw_header);
+  if (mad::MadHeaderLayout::decode(buf.data(), raw_header).ok()) {
+    result.json["header"] = header_json(raw_header);
+  }
   mad::MadHeader header;
   if (mad::decode_header(buf, header).ok()) {
     // The body failed: decode() left the fields before the failing one decoded in `message`.
@@ -243,16 +262,20 @@ std::optional<MadJsonError> json_to_mad(const Json& in, mad::MadSpan out) {
   if (!in.is_object()) return mapping_error("not_an_object", "", "a MAD is a JSON object");
   for (const auto& item : in.items()) {
     if (item.key() != "header" && item.key() != "message" && item.key() != "fields") {
-      return mapping_error("unknown_field", item.key(), "a MAD has \"header\", \"message\" and \"fields\"");
+      return mapping_error("unknown_field", item.key(),
+                           "a MAD has \"header\", \"message\" and \"fields\"");
     }
   }
   const auto name = in.find("message");
   if (name == in.end()) return mapping_error("unknown_message", "message", "missing");
-  if (!name->is_string()) return mapping_error("bad_type", "message", "expected a message name such as \"req\"");
-  std::optional<mad::AnyMessage> message = message_named(
-      name->get_ref<const std::string&>(), std::make_index_sequence<std::variant_size_v<mad::AnyMessage>>{});
+  if (!name->is_string())
+    return mapping_error("bad_type", "message", "expected a message name such as \"req\"");
+  std::optional<mad::AnyMessage> message =
+      message_named(name->get_ref<const std::string&>(),
+                    std::make_index_sequence<std::variant_size_v<mad::AnyMessage>>{});
   if (!message) {
-    return mapping_error("unknown_message", "message", "not a CM message: " + name->get_ref<const std::string&>());
+    return mapping_error("unknown_message", "message",
+                         "not a CM message: " + name->get_ref<const std::string&>());
   }
 
   return std::visit(
@@ -262,8 +285,11 @@ std::optional<MadJsonError> json_to_mad(const Json& in, mad::MadSpan out) {
         auto visit_header = [](auto& h, auto&& v) { mad::visit_header_fields(h, v); };
         auto visit_message = [](auto& m, auto&& v) { mad::visit_fields(m, v); };
         if (auto e = read_object(in, "header", "the MAD header", header, visit_header)) return e;
-        if (auto e = read_object(in, "fields", mad::attr_name(header.attribute_id), msg, visit_message)) return e;
-        if (const mad::CodecStatus s = mad::encode(header, msg, out); !s.ok()) return MadJsonError::from_codec(s);
+        if (auto e =
+                read_object(in, "fields", mad::attr_name(header.attribute_id), msg, visit_message))
+          return e;
+        if (const mad::CodecStatus s = mad::encode(header, msg, out); !s.ok())
+          return MadJsonError::from_codec(s);
         return std::nullopt;
       },
       *message);

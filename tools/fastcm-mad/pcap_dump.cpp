@@ -42,16 +42,20 @@ PcapDumpCounts dump_pcap(const std::filesystem::path& path, std::ostream& out) {
 }
 
 std::string summary_line(const PcapDumpCounts& c) {
-  const std::uint64_t skipped = std::accumulate(c.refused.begin(), c.refused.end(), std::uint64_t{0});
+  const std::uint64_t skipped =
+      std::accumulate(c.refused.begin(), c.refused.end(), std::uint64_t{0});
   std::string s = std::to_string(c.frames) + " frames: " + std::to_string(c.mads) + " MADs (" +
-                  std::to_string(c.bad_mads) + " malformed, " + std::to_string(c.bad_icrc) + " bad ICRC), " +
-                  std::to_string(c.not_gsi) + " to other QPs, " + std::to_string(skipped) + " skipped";
+                  std::to_string(c.bad_mads) + " malformed, " + std::to_string(c.bad_icrc) +
+                  " bad ICRC), " + std::to_string(c.not_gsi) + " to other QPs, " +
+                  std::to_string(skipped) + " skipped";
   if (skipped == 0) return s;
   std::string reasons;
   for (std::size_t i = 0; i < c.refused.size(); ++i) {
     if (c.refused[i] == 0) continue;
     if (!reasons.empty()) reasons += ", ";
-    reasons.append(roce::to_string(static_cast<roce::FrameErrc>(i))).append(": ").append(std::to_string(c.refused[i]));
+    reasons.append(roce::to_string(static_cast<roce::FrameErrc>(i)))
+        .append(": ")
+        .append(std::to_string(c.refused[i]));
   }
   return s + " (" + reasons + ")";
 }

@@ -16,10 +16,11 @@ namespace fastcm::tools {
 // What happened to the frames of one capture.
 struct PcapDumpCounts {
   std::uint64_t frames = 0;
-  std::uint64_t mads = 0;       // UD SEND_ONLY frames to QP1: each printed
-  std::uint64_t bad_mads = 0;   // of those, the ones the codec refused (printed with their error)
-  std::uint64_t bad_icrc = 0;   // of those, the ones whose ICRC did not match (printed, icrc_ok false)
-  std::uint64_t not_gsi = 0;    // well-formed RoCEv2 UD sends to a QP other than 1: skipped
+  std::uint64_t mads = 0;      // UD SEND_ONLY frames to QP1: each printed
+  std::uint64_t bad_mads = 0;  // of those, the ones the codec refused (printed with their error)
+  std::uint64_t bad_icrc =
+      0;  // of those, the ones whose ICRC did not match (printed, icrc_ok false)
+  std::uint64_t not_gsi = 0;  // well-formed RoCEv2 UD sends to a QP other than 1: skipped
   // Skipped frames the RoCEv2 parser refused, by reason (not RoCEv2 at all, cut short, corrupted).
   std::array<std::uint64_t, static_cast<std::size_t>(roce::FrameErrc::bad_icrc) + 1> refused{};
 };
