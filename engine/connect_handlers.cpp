@@ -392,8 +392,15 @@ void Protocol::reject(Cep& cep, mad::RejReason reason, std::span<const std::uint
 
 void Protocol::on_rej(MadBuf& buf, const mad::MadHeader&, const mad::Rej& rej) {
   const std::uint16_t port_index = buf.packet.addr.port_index;
-  Cep* cep = find_local(port_index, rej.remote_comm_id);
-  if (cep == nullptr) return;
+  Cep* cep = table_.find_by_comm_id(rej.remote_comm_id);
+  if (cep == nullptr && rej.reason == mad::RejReason::timeout && rej.rejected_info_length >= 8) {
+    // An active side that times out before it learnt our ID names its REQ instead: its own comm
+    // ID, and its CA GUID in the ARI — the duplicate-REQ key.
+    Guid ca = 0;
+    for (std::size_t i = 0; i < 8; ++i) ca = ca << 8 | rej.ari[i];
+    cep = dup_reqs_.find({rej.local_comm_id, ca});
+  }
+  if (cep == nullptr) return drop(port_index, DropReason::unknown_comm_id);
   switch (cep->state) {
     case CepState::req_sent:
     case CepState::mra_req_rcvd:
