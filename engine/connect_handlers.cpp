@@ -304,21 +304,19 @@ void Protocol::on_mra(MadBuf& buf, const mad::MadHeader& hdr, const mad::Mra& mr
   if (cep == nullptr) return;
   switch (mra.message_mraed) {
     case mad::MessageKind::req:
-      if (cep->state == CepState::mra_req_rcvd) {
+    case mad::MessageKind::rep: {
+      // The state that waits for this message's answer, and the one an MRA extends it into.
+      const bool of_req = mra.message_mraed == mad::MessageKind::req;
+      const CepState waiting = of_req ? CepState::req_sent : CepState::rep_sent;
+      const CepState extended = of_req ? CepState::mra_req_rcvd : CepState::mra_rep_rcvd;
+      if (cep->state == extended) {
         ++message_counters(port_index, hdr.attribute_id).duplicate;
         return;
       }
-      if (cep->state != CepState::req_sent) return drop(port_index, DropReason::out_of_state);
-      cep->state = CepState::mra_req_rcvd;
+      if (cep->state != waiting) return drop(port_index, DropReason::out_of_state);
+      cep->state = extended;
       break;
-    case mad::MessageKind::rep:
-      if (cep->state == CepState::mra_rep_rcvd) {
-        ++message_counters(port_index, hdr.attribute_id).duplicate;
-        return;
-      }
-      if (cep->state != CepState::rep_sent) return drop(port_index, DropReason::out_of_state);
-      cep->state = CepState::mra_rep_rcvd;
-      break;
+    }
     case mad::MessageKind::lap_or_none:
       if (cep->state == CepState::established && cep->lap_state == LapState::mra_lap_rcvd) {
         ++message_counters(port_index, hdr.attribute_id).duplicate;

@@ -31,18 +31,10 @@ bool knows_peer_qp(const Cep& cep) noexcept {
   }
 }
 
-// RTS: the passive side after sending its REP, the active side after receiving it.
+// RTS: the passive side once its REP is out, the active side once the REP is in.
 bool may_send(const Cep& cep) noexcept {
-  switch (cep.state) {
-    case CepState::rep_sent:
-    case CepState::mra_rep_rcvd: return !cep.active;
-    case CepState::rep_rcvd:
-    case CepState::mra_rep_sent: return cep.active;
-    case CepState::established:
-    case CepState::dreq_sent:
-    case CepState::dreq_rcvd: return true;
-    default: return false;
-  }
+  const bool before_rep = cep.state == CepState::req_rcvd || cep.state == CepState::mra_req_sent;
+  return knows_peer_qp(cep) && !before_rep;
 }
 
 AhAttr address_vector(const Path& path, const PortAttr& port) noexcept {
