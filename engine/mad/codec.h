@@ -77,7 +77,9 @@ constexpr CodecStatus decode_body(ConstMadSpan mad, M& out) noexcept {
   return detail::check_message(out);
 }
 
-// decode_header, then decode_body for whichever attribute the header names.
+// decode_header, then decode_body for whichever attribute the header names. Fields are decoded
+// in table order: on an invalid_value error, out.header and the fields before the one named hold
+// what was decoded (tools show them); nothing after it is meaningful.
 CodecStatus decode(std::span<const std::uint8_t> buf, DecodedMad& out) noexcept;
 
 // The private data of a MAD whose header decode_header accepted: it always ends the CM data and
