@@ -422,6 +422,17 @@ void Protocol::on_rej(MadBuf& buf, const mad::MadHeader&, const mad::Rej& rej) {
       cancel_timer(*cep);
       enter_timewait(*cep);
       break;
+    case CepState::established:
+      // Our RTU never arrived and the passive side gave up on its REP (REJ "timeout"): the
+      // connection is gone there, so leave it here too, as from rep_rcvd. A LAP exchange the
+      // peer took part in shows it established, so a REJ then is out of state.
+      if (cep->lap_state != LapState::idle && cep->lap_state != LapState::lap_sent) {
+        return drop(port_index, DropReason::out_of_state);
+      }
+      cancel_timer(*cep);
+      cep->lap_state = LapState::idle;
+      enter_timewait(*cep);
+      break;
     default: return drop(port_index, DropReason::out_of_state);
   }
   keep_received(*cep, buf);
