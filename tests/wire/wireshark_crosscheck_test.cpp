@@ -4,6 +4,7 @@
 // in wireshark_cm_rules.cpp, be consistent with the defect).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "engine/mad/codec.h"
 #include "fabric/roce_udp/pcap_file.h"
 #include "fabric/roce_udp/rocev2_frame.h"
+#include "fastcm/rdma_cm.h"
 #include "tests/fuzz/cm_message_types.h"
 #include "tests/mad/mad_test_support.h"
 #include "tests/wire/expected_items.h"
@@ -51,17 +53,33 @@ FrameCase encoded_case(const MadHeader& header, const M& msg) {
   return c;
 }
 
-// A REQ as rdma_cm sends it (IBTA Vol. 1 Annex A11): service ID 0x0000000001 | port space | port,
-// and private data opening with the IP header: version byte, IP version nibble (4 or 6), reserved
-// nibble, source port, then source and destination addresses of 16 bytes each (an IPv4 one in the
-// last 4). Everything but the IP version stays random: Wireshark only displays it.
+// A REQ as rdma_cm sends it (IBTA Vol. 1 Annex A11), built with fastcm's rdma_cm helpers: the
+// service ID of a port space and port, and private data opening with the IP header (random
+// addresses and source port) before random consumer data. IPoIB is left out: its service IDs lie
+// outside Annex A11's range, so Wireshark shows those REQs as plain ones.
 mad::Req rdma_cm_req(std::mt19937_64& rng, bool ipv4) {
-  constexpr std::array<std::uint64_t, 4> kPortSpaces{0x02, 0x06, 0x11, 0x3F};  // IPoIB TCP UDP IB
+  constexpr std::array<rdma_cm::PortSpace, 3> kPortSpaces{rdma_cm::PortSpace::tcp,
+                                                          rdma_cm::PortSpace::udp,
+                                                          rdma_cm::PortSpace::ib};
   mad::Req req = mad::test::random_valid_message<mad::Req>(rng);
-  req.service_id =
-      kRdmaCmServiceIdPrefix | kPortSpaces[rng() % kPortSpaces.size()] << 16 | (rng() & 0xFFFF);
-  const auto low_nibble = static_cast<std::uint8_t>(req.private_data[1] & 0x0F);
-  req.private_data[1] = static_cast<std::uint8_t>((ipv4 ? 4 : 6) << 4 | low_nibble);
+  req.service_id = rdma_cm::service_id(kPortSpaces[rng() % kPortSpaces.size()],
+                                       static_cast<std::uint16_t>(rng()));
+  rdma_cm::Ipv6Address src{};
+  rdma_cm::Ipv6Address dst{};
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    src[i] = static_cast<std::uint8_t>(rng());
+    dst[i] = static_cast<std::uint8_t>(rng());
+  }
+  const auto port = static_cast<std::uint16_t>(rng());
+  const rdma_cm::IpHeader header =
+      ipv4 ? rdma_cm::IpHeader::ipv4({src[0], src[1], src[2], src[3]},
+                                     {dst[0], dst[1], dst[2], dst[3]}, port)
+           : rdma_cm::IpHeader::ipv6(src, dst, port);
+  std::array<std::uint8_t, rdma_cm::kMaxReqConsumerData> consumer{};
+  std::copy(req.private_data.end() - consumer.size(), req.private_data.end(), consumer.begin());
+  std::size_t used = 0;
+  EXPECT_EQ(rdma_cm::encode_private_data(header, consumer, req.private_data, used),
+            rdma_cm::HeaderStatus::ok);
   return req;
 }
 
@@ -153,6 +171,40 @@ void report(const std::vector<std::string>& problems, const FrameCase& c, const 
   }
 }
 
+// fastcm's reading of an rdma_cm REQ (parse_service_id, decode_private_data) against Wireshark's:
+// the rules above compare Wireshark with raw bytes, this compares it with the helpers' fields.
+std::vector<std::string> rdma_cm_differences(const mad::Req& req, const ItemMap& shown) {
+  const auto address = rdma_cm::parse_service_id(req.service_id);
+  rdma_cm::IpHeader h;
+  std::span<const std::uint8_t> consumer;
+  const rdma_cm::HeaderStatus status = rdma_cm::decode_private_data(req.private_data, h, consumer);
+  if (!address || status != rdma_cm::HeaderStatus::ok) {
+    return {"the rdma_cm helpers do not read this REQ: " + std::string(rdma_cm::to_string(status))};
+  }
+  std::vector<std::string> problems;
+  const auto expect = [&](const std::string& item, Text text, const FieldValue& value) {
+    const auto it = shown.find(item);
+    if (it == shown.end() || it->second.size() != 1 || parse_shown(it->second[0], text) != value) {
+      problems.push_back(item + " does not show the helpers' " + format_value(value, text));
+    }
+  };
+  const auto v4 = h.ip_version == rdma_cm::IpVersion::v4;
+  const auto src = v4 ? std::vector<std::uint8_t>(h.src_addr.end() - 4, h.src_addr.end())
+                      : std::vector<std::uint8_t>(h.src_addr.begin(), h.src_addr.end());
+  const auto dst = v4 ? std::vector<std::uint8_t>(h.dst_addr.end() - 4, h.dst_addr.end())
+                      : std::vector<std::uint8_t>(h.dst_addr.begin(), h.dst_addr.end());
+  const std::string req_item = "infiniband.cm.req.";
+  expect(req_item + "serviceid.protocol", Text::number,
+         {static_cast<std::uint16_t>(address->port_space) & 0xFFu, {}});
+  expect(req_item + "serviceid.dport", Text::number, {address->port, {}});
+  expect(req_item + "ip_cm.ipv", Text::number, {static_cast<std::uint8_t>(h.ip_version), {}});
+  expect(req_item + "ip_cm.sport", Text::number, {h.src_port, {}});
+  expect(req_item + (v4 ? "ip_cm.sip4" : "ip_cm.sip6"), v4 ? Text::ipv4 : Text::ipv6, {0, src});
+  expect(req_item + (v4 ? "ip_cm.dip4" : "ip_cm.dip6"), v4 ? Text::ipv4 : Text::ipv6, {0, dst});
+  expect(req_item + "ip_cm.private", Text::byte_string, {0, {consumer.begin(), consumer.end()}});
+  return problems;
+}
+
 // Compares the bodies of every frame whose message is an M; returns how many were compared.
 template <mad::CmMessage M>
 int check_bodies(bool want_rdma_cm) {
@@ -176,6 +228,9 @@ int check_bodies(bool want_rdma_cm) {
     const Expectations e = expectations_for(rules, *msg);
     report(e.unmapped, c, f, r);
     report(compare_items(e.items, *f.cm_body), c, f, r);
+    if constexpr (std::is_same_v<M, mad::Req>) {
+      if (want_rdma_cm) report(rdma_cm_differences(*msg, *f.cm_body), c, f, r);
+    }
     ++checked;
   }
   return checked;
