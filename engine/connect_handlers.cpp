@@ -311,7 +311,7 @@ void Protocol::on_mra(MadBuf& buf, const mad::MadHeader& hdr, const mad::Mra& mr
       const CepState extended = of_req ? CepState::mra_req_rcvd : CepState::mra_rep_rcvd;
       if (cep->state == extended) {
         ++message_counters(port_index, hdr.attribute_id).duplicate;
-        return;
+        return drop(port_index, DropReason::duplicate);
       }
       if (cep->state != waiting) return drop(port_index, DropReason::out_of_state);
       cep->state = extended;
@@ -320,7 +320,7 @@ void Protocol::on_mra(MadBuf& buf, const mad::MadHeader& hdr, const mad::Mra& mr
     case mad::MessageKind::lap_or_none:
       if (cep->state == CepState::established && cep->lap_state == LapState::mra_lap_rcvd) {
         ++message_counters(port_index, hdr.attribute_id).duplicate;
-        return;
+        return drop(port_index, DropReason::duplicate);
       }
       if (cep->state != CepState::established || cep->lap_state != LapState::lap_sent) {
         return drop(port_index, DropReason::out_of_state);
@@ -388,7 +388,7 @@ void Protocol::reject(Cep& cep, mad::RejReason reason, std::span<const std::uint
   }
 }
 
-void Protocol::on_rej(MadBuf& buf, const mad::MadHeader&, const mad::Rej& rej) {
+void Protocol::on_rej(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rej& rej) {
   const std::uint16_t port_index = buf.packet.addr.port_index;
   Cep* cep = table_.find_by_comm_id(rej.remote_comm_id);
   if (cep == nullptr && rej.reason == mad::RejReason::timeout && rej.rejected_info_length >= 8) {
@@ -433,7 +433,13 @@ void Protocol::on_rej(MadBuf& buf, const mad::MadHeader&, const mad::Rej& rej) {
       cep->lap_state = LapState::idle;
       enter_timewait(*cep);
       break;
-    default: return drop(port_index, DropReason::out_of_state);
+    default:
+      // The REJ we acted on already, delivered again.
+      if (repeats(cep->received, buf)) {
+        ++message_counters(port_index, hdr.attribute_id).duplicate;
+        return drop(port_index, DropReason::duplicate);
+      }
+      return drop(port_index, DropReason::out_of_state);
   }
   keep_received(*cep, buf);
   Event ev = event_of(EventType::rej_received);
@@ -513,6 +519,8 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
         rtu.local_comm_id = cep->local_comm_id;
         rtu.remote_comm_id = cep->remote_comm_id;
         send_reply(cep->peer, cep->transaction_id, rtu);
+      } else {
+        drop(port_index, DropReason::duplicate);  // rep_rcvd: the application has it
       }
       return;
     default: return drop(port_index, DropReason::out_of_state);
@@ -588,7 +596,7 @@ void Protocol::on_rtu(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rtu& rt
   if (cep == nullptr) return;
   if (cep->state == CepState::established && !cep->active) {
     ++message_counters(port_index, hdr.attribute_id).duplicate;
-    return;
+    return drop(port_index, DropReason::duplicate);
   }
   if (cep->state != CepState::rep_sent && cep->state != CepState::mra_rep_rcvd) {
     return drop(port_index, DropReason::out_of_state);
