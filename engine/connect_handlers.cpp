@@ -525,12 +525,17 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
       return;
     default: return drop(port_index, DropReason::out_of_state);
   }
-  // The same remote QP connected to us twice: the older connection is stale (12.9.8.3.1).
+  // The same remote QP connected to us twice: the older connection is stale (12.9.8.3.1). REJ
+  // the REP (hence rep_rcvd: the REJ names it) and tear the old connection down, as for a REQ.
   if (Cep* old = remote_qpns_.find({rep.local_qpn, rep.local_ca_guid}); old != nullptr && old != cep) {
     cep->remote_comm_id = rep.local_comm_id;
+    cep->state = CepState::rep_rcvd;
     reject(*cep, mad::RejReason::stale_conn, {}, {});
+    if (old->state == CepState::established) (void)disconnect(*old, {});
     Event ev = event_of(EventType::rej_received);
-    ev.params.emplace<RejReceived>().reason = static_cast<std::uint16_t>(mad::RejReason::stale_conn);
+    RejReceived& p = ev.params.emplace<RejReceived>();
+    p.reason = static_cast<std::uint16_t>(mad::RejReason::stale_conn);
+    p.message_rejected = static_cast<std::uint8_t>(mad::MessageKind::rep);
     emit(*cep, ev, nullptr);
     return;
   }
