@@ -483,7 +483,7 @@ Status Protocol::send_rep(Id id, const RepParams& p) noexcept {
   cep->responder_resources = p.responder_resources;
   cep->initiator_depth = p.initiator_depth;
   cep->target_ack_delay = p.target_ack_delay;
-  cep->rnr_retry_count = p.rnr_retry_count;
+  // rnr_retry_count stays the REQ's: the REP's count is the one the active side retries with.
   cep->flow_control = p.flow_control;
   cep->srq = p.srq;
   leave_backlog(*cep);

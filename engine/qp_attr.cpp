@@ -56,13 +56,23 @@ AhAttr address_vector(const Path& path, const PortAttr& port) noexcept {
   return ah;
 }
 
+// The QP's local ACK timeout along `path`: a round trip plus the ACK delay of the peer's CA, which
+// answers our requests. The active side has it from the REP's target ACK delay; the passive side
+// has the REQ's (or LAP's) local ACK timeout, which its sender computed with its own CA's delay
+// and from which the path's packet life time was derived as one less (as Linux' cm_rep_handler
+// and cm_init_av_by_path do).
+std::uint8_t qp_ack_timeout(const Cep& cep, const Path& path) noexcept {
+  if (cep.active) return local_ack_timeout(cep.target_ack_delay, path.packet_life_time);
+  return static_cast<std::uint8_t>(std::min<unsigned>(path.packet_life_time + 1u, mad::kMaxTimeoutExponent));
+}
+
 // The alternate path, in RTR and again in RTS (after a LAP loads one on a connected QP).
 void set_alternate_path(QpAttr& out, const Cep& cep, const PortAttr& port) noexcept {
   out.mask |= qp_mask::alt_path;
   out.alt_ah_attr = address_vector(cep.alternate, port);
   out.alt_port_num = port.port_num;
   out.alt_pkey_index = cep.peer.pkey_index;
-  out.alt_timeout = local_ack_timeout(port.ca.local_ca_ack_delay, cep.alternate.packet_life_time);
+  out.alt_timeout = qp_ack_timeout(cep, cep.alternate);
 }
 
 }  // namespace
@@ -103,7 +113,7 @@ Status Protocol::init_qp_attr(Id id, QpState state, QpAttr& out) const noexcept 
       out.sq_psn = cep->local_psn;
       if (rc) {
         out.mask |= qp_mask::timeout | qp_mask::retry_cnt | qp_mask::rnr_retry | qp_mask::max_qp_rd_atomic;
-        out.timeout = local_ack_timeout(local_port.ca.local_ca_ack_delay, cep->primary.packet_life_time);
+        out.timeout = qp_ack_timeout(*cep, cep->primary);
         out.retry_cnt = cep->retry_count;
         out.rnr_retry = cep->rnr_retry_count;
         out.max_rd_atomic = std::min(cep->initiator_depth, local_port.ca.max_qp_init_rd_atom);
