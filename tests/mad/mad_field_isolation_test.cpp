@@ -36,7 +36,9 @@ struct Layout<MadHeader> {
     out.fill(0);
     return MadHeaderLayout::encode(h, out.data());
   }
-  static CodecStatus decode(const Mad& in, MadHeader& h) { return MadHeaderLayout::decode(in.data(), h); }
+  static CodecStatus decode(const Mad& in, MadHeader& h) {
+    return MadHeaderLayout::decode(in.data(), h);
+  }
 };
 
 template <typename T>
@@ -201,7 +203,8 @@ TEST(MadLayoutTables, ReservedBitsAreExactlyThoseOfTheTables) {
   expect_reserved_bits<SidrReq>({{6, 0, 16}});   // Table 119: after the P_Key
   expect_reserved_bits<SidrRep>({});             // Table 120: vendor ID fills the gaps
   // Table 146 ClassPortInfo: the byte before RedirectQP; everything after the 72-byte attribute.
-  expect_reserved_bits<ClassPortInfo>({{32, 0, 8}, {72, 0, static_cast<unsigned>((kCmDataSize - 72) * 8)}});
+  expect_reserved_bits<ClassPortInfo>(
+      {{32, 0, 8}, {72, 0, static_cast<unsigned>((kCmDataSize - 72) * 8)}});
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 // byte's most significant bit.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "tests/mad/mad_test_support.h"
 
@@ -304,6 +306,34 @@ TEST(MadGolden, ClassPortInfo) {  // Table 146, in the CM data of a GetResp
   put_counting_bytes(want, 32, 16, 0x70);  // RedirectGID, bytes 8-23
   put_counting_bytes(want, 64, 16, 0xc0);  // TrapGID, bytes 40-55
   expect_golden(cm_header(Method::get_resp, AttrId::class_port_info, kTestTid), m, want);
+}
+
+// private_data() views each table's PrivateData row: from its offset to the end of the MAD.
+TEST(MadGolden, PrivateDataViewIsTheTablesPrivateDataRow) {
+  struct Row {
+    std::uint8_t attr_low;
+    std::size_t mad_byte;  // CM offset of PrivateData + 24
+  };
+  for (const Row r : {Row{0x10, 164},   // REQ, CM byte 140
+                      Row{0x11, 34},    // MRA, CM byte 10
+                      Row{0x12, 108},   // REJ, CM byte 84
+                      Row{0x13, 60},    // REP, CM byte 36
+                      Row{0x14, 32},    // RTU, CM byte 8
+                      Row{0x15, 36},    // DREQ, CM byte 12
+                      Row{0x16, 32},    // DREP, CM byte 8
+                      Row{0x17, 40},    // SIDR_REQ, CM byte 16
+                      Row{0x18, 120},   // SIDR_REP, CM byte 96
+                      Row{0x19, 88},    // LAP, CM byte 64
+                      Row{0x1a, 108}}) {  // APR, CM byte 84
+    SCOPED_TRACE(int{r.attr_low});
+    const Mad wire = send_header_bytes(r.attr_low);
+    const std::span<const std::uint8_t> view = private_data(wire);
+    EXPECT_EQ(view.data(), wire.data() + r.mad_byte);
+    EXPECT_EQ(view.size(), kMadSize - r.mad_byte);
+  }
+  Mad cpi = send_header_bytes(0x01);
+  cpi[3] = 0x81;  // GetResp
+  EXPECT_TRUE(private_data(cpi).empty());  // ClassPortInfo carries no private data
 }
 
 }  // namespace

@@ -72,9 +72,11 @@ TEST(MadGoldenReq, EveryFieldAtItsTablePosition) {
       // CM byte 4 reserved; VendorID (ECE), CM bytes 5-7.
       {29, 0xab}, {30, 0xcd}, {31, 0xef},
       // ServiceID, CM bytes 8-15.
-      {32, 0x01}, {33, 0x23}, {34, 0x45}, {35, 0x67}, {36, 0x89}, {37, 0xab}, {38, 0xcd}, {39, 0xef},
+      {32, 0x01}, {33, 0x23}, {34, 0x45}, {35, 0x67},
+      {36, 0x89}, {37, 0xab}, {38, 0xcd}, {39, 0xef},
       // Local CA GUID, CM bytes 16-23; CM bytes 24-27 reserved.
-      {40, 0xfe}, {41, 0xdc}, {42, 0xba}, {43, 0x98}, {44, 0x76}, {45, 0x54}, {46, 0x32}, {47, 0x10},
+      {40, 0xfe}, {41, 0xdc}, {42, 0xba}, {43, 0x98},
+      {44, 0x76}, {45, 0x54}, {46, 0x32}, {47, 0x10},
       // Local Q_Key, CM bytes 28-31.
       {52, 0xc0}, {53, 0xde}, {54, 0xc0}, {55, 0xde},
       // Local QPN, CM bytes 32-34; Responder Resources, CM byte 35.

@@ -30,7 +30,8 @@ void write_bits(std::span<std::uint8_t> buf, std::size_t byte, unsigned bit, uns
 std::string byte_diff(std::span<const std::uint8_t> got, std::span<const std::uint8_t> want) {
   std::string out;
   if (got.size() != want.size()) {
-    out = "sizes differ: " + std::to_string(got.size()) + " vs " + std::to_string(want.size()) + "\n";
+    out = "sizes differ: " + std::to_string(got.size()) + " vs " + std::to_string(want.size()) +
+          "\n";
   }
   for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
     if (got[i] != want[i]) {

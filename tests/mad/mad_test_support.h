@@ -51,6 +51,15 @@ constexpr MadHeader header_for() noexcept {
   return cm_header(usual_method<M>(), WireLayout<M>::kAttr, kTestTid);
 }
 
+// The method bytes chapter 12 allows, written out apart from the codec's method_allowed():
+// ClassPortInfo takes Get (0x01), Set (0x02) and GetResp (0x81); the other attributes Send (0x03).
+[[nodiscard]] constexpr bool chapter12_allows(AttrId attr, unsigned method_byte) noexcept {
+  if (attr == AttrId::class_port_info) {
+    return method_byte == 0x01 || method_byte == 0x02 || method_byte == 0x81;
+  }
+  return method_byte == 0x03;
+}
+
 [[nodiscard]] constexpr std::uint64_t width_mask(unsigned width) noexcept {
   return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
 }
@@ -134,7 +143,9 @@ void draw_member(const FieldPlace& place, T& member, std::mt19937_64& rng) {
 template <CmMessage M>
 [[nodiscard]] M random_valid_message(std::mt19937_64& rng) {
   M msg{};
-  visit_fields(msg, [&rng](const FieldPlace& place, auto& member) { draw_member(place, member, rng); });
+  visit_fields(msg, [&rng](const FieldPlace& place, auto& member) {
+    draw_member(place, member, rng);
+  });
   Mad out{};
   for (int attempt = 0; attempt < 10000; ++attempt) {
     const CodecStatus status = encode(header_for<M>(), msg, out);
@@ -205,7 +216,9 @@ template <CmMessage M>
         ADD_FAILURE() << name << " runs past the end of the MAD";
         return;
       }
-      if (!owner[b].empty()) ADD_FAILURE() << name << " overlaps " << owner[b] << " at MAD bit " << b;
+      if (!owner[b].empty()) {
+        ADD_FAILURE() << name << " overlaps " << owner[b] << " at MAD bit " << b;
+      }
       owner[b] = name;
       write_bits(covered, b / 8, static_cast<unsigned>(b % 8), 1, 1);
     }

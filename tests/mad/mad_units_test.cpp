@@ -82,7 +82,9 @@ TEST(MadUnits, PacketRateCodes) {
   EXPECT_TRUE(is_valid_packet_rate(0));
   EXPECT_FALSE(is_valid_packet_rate(1));
   for (std::uint64_t code = 2; code <= 24; ++code) EXPECT_TRUE(is_valid_packet_rate(code)) << code;
-  for (std::uint64_t code = 25; code <= 63; ++code) EXPECT_FALSE(is_valid_packet_rate(code)) << code;
+  for (std::uint64_t code = 25; code <= 63; ++code) {
+    EXPECT_FALSE(is_valid_packet_rate(code)) << code;
+  }
 
   struct Rate {
     std::uint8_t code;
