@@ -169,7 +169,8 @@ TEST_F(Duplicates, ReqInTimewaitIsRejectedAsAStaleConnection) {
   cluster_.run_for(10 * Cluster::kSecond);
   EXPECT_EQ(server().count(EventType::req_received), 1u);
   EXPECT_EQ(server().count(EventType::timewait_exit), 1u);
-  EXPECT_EQ(server().events().size(), 4u);  // req_received, rtu_received, dreq_received, timewait_exit
+  // req_received, rtu_received, dreq_received, timewait_exit
+  EXPECT_EQ(server().events().size(), 4u);
   EXPECT_EQ(client().events().size(), 3u);  // rep_received, drep_received, timewait_exit
 }
 

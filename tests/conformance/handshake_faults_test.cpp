@@ -18,6 +18,8 @@ constexpr std::uint16_t kReqAttr = static_cast<std::uint16_t>(mad::AttrId::req);
 constexpr std::uint16_t kRepAttr = static_cast<std::uint16_t>(mad::AttrId::rep);
 constexpr std::uint16_t kRtuAttr = static_cast<std::uint16_t>(mad::AttrId::rtu);
 
+constexpr std::uint16_t kRejTimeout = static_cast<std::uint16_t>(mad::RejReason::timeout);
+
 constexpr loopback::PortRef kServerPort{0, 0};
 constexpr loopback::PortRef kClientPort{1, 0};
 
@@ -37,7 +39,9 @@ static_assert(kReqWait == 402'653'184 && kRepWait == 805'306'368);
 // The CA GUID as a REJ "timeout" carries it in its ARI (IBTA Table 109): 8 bytes, big-endian.
 std::vector<std::uint8_t> guid_bytes(Guid guid) {
   std::vector<std::uint8_t> out(8);
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::uint8_t>(guid >> (56 - 8 * i));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = static_cast<std::uint8_t>(guid >> (56 - 8 * i));
+  }
   return out;
 }
 
@@ -45,7 +49,8 @@ class HandshakeFaults : public ConnectScenario {
  protected:
   void run_until(std::uint64_t t) { cluster_.run_for(t - cluster_.clock().now_ns()); }
   void lose_all(loopback::PortRef from, std::uint16_t attr) {
-    cluster_.fabric().set_fault(loopback::FaultRule{.from = from, .attr_id = attr, .loss_pct = 100});
+    cluster_.fabric().set_fault(
+        loopback::FaultRule{.from = from, .attr_id = attr, .loss_pct = 100});
   }
   [[nodiscard]] std::uint64_t lost_from(loopback::PortRef port) {
     return cluster_.fabric().counters(port).dropped_by_fault;
@@ -100,7 +105,8 @@ TEST_F(HandshakeFaults, ReqLostOnceIsRetransmittedAfterOneWait) {
 TEST_F(HandshakeFaults, RepLostOnceIsRetransmittedWhenTheServersWaitEnds) {
   lose_all(kServerPort, kRepAttr);
   ReqParams p = req_params();
-  p.remote_cm_response_timeout = 18;  // the client's REQ wait (1.2 s) outlasts the server's REP wait
+  // The client's REQ wait (1.2 s) outlasts the server's REP wait.
+  p.remote_cm_response_timeout = 18;
   const Id id = connect(p);
   cluster_.run_for(1'000'000);
   ASSERT_EQ(lost_from(kServerPort), 1u);
@@ -222,7 +228,7 @@ TEST_F(HandshakeFaults, RepLostUntilTheServersRetriesRunOutRejectsTheClientWithT
   EXPECT_EQ(state_of(server(), server_id_), "timewait");
   ASSERT_EQ(client().count(EventType::rej_received), 1u);
   const RecordedEvent rej = client().of(EventType::rej_received)[0];
-  EXPECT_EQ(std::get<RejReceived>(rej.params).reason, static_cast<std::uint16_t>(mad::RejReason::timeout));
+  EXPECT_EQ(std::get<RejReceived>(rej.params).reason, kRejTimeout);
   EXPECT_EQ(rej.info, guid_bytes(cluster_.server_port().node_guid));
   EXPECT_EQ(state_of(client(), id), "idle");
 
@@ -282,7 +288,7 @@ TEST_F(HandshakeFaults, RtuLostUntilTheServerGivesUpEndsTheConnectionOnBothSides
   EXPECT_EQ(state_of(server(), server_id_), "timewait");
   ASSERT_EQ(client().count(EventType::rej_received), 1u);
   const RecordedEvent rej = client().of(EventType::rej_received)[0];
-  EXPECT_EQ(std::get<RejReceived>(rej.params).reason, static_cast<std::uint16_t>(mad::RejReason::timeout));
+  EXPECT_EQ(std::get<RejReceived>(rej.params).reason, kRejTimeout);
   EXPECT_EQ(rej.info, guid_bytes(cluster_.server_port().node_guid));
   EXPECT_EQ(state_of(client(), id), "timewait");
 
