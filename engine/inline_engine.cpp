@@ -111,6 +111,7 @@ class InlineEngine final : public Engine, private engine::Outbox {
       if (ports[p].port_num < out.size()) out[ports[p].port_num] = protocol_.counters(p);
     }
   }
+  std::uint32_t mad_buffers_in_use() const override { return pool_.in_use(); }
 
  private:
   // Outbox

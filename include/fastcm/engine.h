@@ -124,6 +124,11 @@ class Engine {
   // ---- observability -------------------------------------------------------------------------
   // A snapshot of the per-port counters (port numbers are 1-based; index 0 is unused).
   virtual void counters(std::span<PortCounters> out) const = 0;
+  // Pooled MADs taken right now (at most EngineConfig::mad_buffers): sent MADs kept for
+  // retransmission, each endpoint's last received MAD, events queued for poll or retained. 0 once
+  // no endpoint is live and no event holds a MAD, so tests and tools can check for leaks. A
+  // snapshot that never fails; thread contract as for every call (the driving thread).
+  [[nodiscard]] virtual std::uint32_t mad_buffers_in_use() const = 0;
 };
 
 }  // namespace fastcm
