@@ -44,10 +44,12 @@ constexpr CodecStatus check_message(const M& msg) noexcept {
 }
 }  // namespace detail
 
-// Writes `header` and `msg` into `out` (all 256 bytes; reserved bits zero).
+// Writes `header` and `msg` into `out` (all 256 bytes; reserved bits zero). The header's versions
+// and class are written as given, so tools can craft MADs a receiver must refuse.
 // Errors: unknown_attribute when header.attribute_id is not M's attribute; bad_method when the
-// method is not allowed for it; value_too_wide / invalid_value naming the first offending field.
-// On error `out` holds a partial encoding and must not be sent.
+// method is not allowed for it; value_too_wide / invalid_value naming the first offending field in
+// table order, then the rules that span several fields. On error `out` holds a partial encoding
+// and must not be sent.
 template <CmMessage M>
 constexpr CodecStatus encode(const MadHeader& header, const M& msg, MadSpan out) noexcept {
   if (header.attribute_id != WireLayout<M>::kAttr) {
@@ -56,10 +58,10 @@ constexpr CodecStatus encode(const MadHeader& header, const M& msg, MadSpan out)
   if (!method_allowed(header.attribute_id, header.method)) {
     return CodecStatus::fail(CodecErrc::bad_method, "method");
   }
-  if (CodecStatus s = detail::check_message(msg); !s.ok()) return s;
   std::memset(out.data(), 0, kMadSize);
   if (CodecStatus s = MadHeaderLayout::encode(header, out.data()); !s.ok()) return s;
-  return WireLayout<M>::Fields::encode(msg, out.data() + kMadHeaderSize);
+  if (CodecStatus s = WireLayout<M>::Fields::encode(msg, out.data() + kMadHeaderSize); !s.ok()) return s;
+  return detail::check_message(msg);
 }
 
 // Reads and checks the common header: a buffer of at least 256 bytes (a longer one is read as its

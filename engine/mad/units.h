@@ -38,8 +38,9 @@ enum class MtuCode : std::uint8_t { mtu_256 = 1, mtu_512 = 2, mtu_1024 = 3, mtu_
 }
 
 // Static rate codes (IBTA PathRecord Rate / CM Packet Rate): 0 means "port current rate", 1 is
-// reserved, 2..24 name link rates that are not in numeric order (2 = 2.5 Gb/s, 3 = 10 Gb/s, ...).
-inline constexpr std::uint8_t kMaxPacketRateCode = 24;
+// reserved, 2..25 name link rates that are not in numeric order (2 = 2.5 Gb/s, 3 = 10 Gb/s, ...,
+// 25 = 1600 Gb/s, the newest the kernel knows as IB_RATE_1600_GBPS).
+inline constexpr std::uint8_t kMaxPacketRateCode = 25;
 
 [[nodiscard]] constexpr bool is_valid_packet_rate(std::uint64_t raw) noexcept {
   return raw != 1 && raw <= kMaxPacketRateCode;
@@ -50,7 +51,7 @@ inline constexpr std::uint8_t kMaxPacketRateCode = 24;
   constexpr std::uint32_t kMbps[kMaxPacketRateCode + 1] = {
       0,      0,      2500,   10000,  30000,  5000,   20000,  40000,  60000,
       80000,  120000, 14000,  56000,  112000, 168000, 25000,  100000, 200000,
-      300000, 28000,  50000,  400000, 600000, 800000, 1200000};
+      300000, 28000,  50000,  400000, 600000, 800000, 1200000, 1600000};
   return code <= kMaxPacketRateCode ? kMbps[code] : 0;
 }
 

@@ -182,9 +182,9 @@ TEST(MadDecodeErrors, ReqPathMtuOutsideOneToFive) {
       invalid("path_packet_payload_mtu"));
 }
 
-bool valid_rate(std::uint64_t v) { return v == 0 || (v >= 2 && v <= 24); }
+bool valid_rate(std::uint64_t v) { return v == 0 || (v >= 2 && v <= 25); }
 
-TEST(MadDecodeErrors, ReqPacketRatesOneAndAbove24) {
+TEST(MadDecodeErrors, ReqPacketRatesOneAndAbove25) {
   // Primary Packet Rate: low 6 bits of CM byte 91 (MAD 115); alternate: CM byte 135 (MAD 159).
   expect_decoded_values<Req>(
       115, 2, 6, valid_rate, [](const Req& r) { return raw(r.primary.packet_rate); },

@@ -77,12 +77,12 @@ TEST(MadUnits, BytesToLargestMtuCodeNotAbove) {
 }
 
 // IBTA static rate encoding (PathRecord Rate, CM Packet Rate): 0 = port current rate, 1 reserved,
-// 2..24 link rates in the spec's (non-numeric) order.
+// 2..25 link rates in the spec's (non-numeric) order.
 TEST(MadUnits, PacketRateCodes) {
   EXPECT_TRUE(is_valid_packet_rate(0));
   EXPECT_FALSE(is_valid_packet_rate(1));
-  for (std::uint64_t code = 2; code <= 24; ++code) EXPECT_TRUE(is_valid_packet_rate(code)) << code;
-  for (std::uint64_t code = 25; code <= 63; ++code) {
+  for (std::uint64_t code = 2; code <= 25; ++code) EXPECT_TRUE(is_valid_packet_rate(code)) << code;
+  for (std::uint64_t code = 26; code <= 63; ++code) {
     EXPECT_FALSE(is_valid_packet_rate(code)) << code;
   }
 
@@ -95,12 +95,12 @@ TEST(MadUnits, PacketRateCodes) {
                        Rate{10, 120000},  Rate{11, 14000},   Rate{12, 56000},  Rate{13, 112000},
                        Rate{14, 168000},  Rate{15, 25000},   Rate{16, 100000}, Rate{17, 200000},
                        Rate{18, 300000},  Rate{19, 28000},   Rate{20, 50000},  Rate{21, 400000},
-                       Rate{22, 600000},  Rate{23, 800000},  Rate{24, 1200000}}) {
+                       Rate{22, 600000},  Rate{23, 800000},  Rate{24, 1200000}, Rate{25, 1600000}}) {
     EXPECT_EQ(packet_rate_to_mbps(r.code), r.mbps) << int{r.code};
   }
   EXPECT_EQ(packet_rate_to_mbps(0), 0U);  // port current rate: no fixed figure
   EXPECT_EQ(packet_rate_to_mbps(1), 0U);
-  EXPECT_EQ(packet_rate_to_mbps(25), 0U);
+  EXPECT_EQ(packet_rate_to_mbps(26), 0U);
   EXPECT_EQ(packet_rate_to_mbps(63), 0U);
   EXPECT_EQ(packet_rate_to_mbps(255), 0U);
 }
