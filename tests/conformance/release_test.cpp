@@ -10,10 +10,16 @@ constexpr std::uint16_t kDrepAttr = 0x0016;
 constexpr std::uint16_t kServerHca = 0;
 constexpr std::uint16_t kClientHca = 1;
 
+// Tables for a handful of connections: the default sizes cost more to set up than a scenario
+// takes to run, most of all under TSan.
+constexpr EngineConfig kSmallEngine{.max_endpoints = 16, .mad_buffers = 256};
+
 // An established connection whose applications answer every DREQ with a DREP (unless
 // `answer_dreq_` is false) and record the state their endpoint was in when an event arrived.
 class Release : public ConnectScenario {
  protected:
+  Release() : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), kSmallEngine) {}
+
   void SetUp() override {
     ConnectScenario::SetUp();
     connect();

@@ -13,11 +13,15 @@ constexpr std::uint16_t kClientHca = 1;
 constexpr std::uint16_t kStaleConn = 10;
 constexpr std::uint16_t kInvalidCommId = 6;
 
+// Tables for a handful of connections: the default sizes cost more to set up than a scenario
+// takes to run, most of all under TSan.
+constexpr EngineConfig kSmallEngine{.max_endpoints = 16, .mad_buffers = 256};
+
 // An established connection (client_id_ ↔ server_id_). Both applications answer a DREQ with a
 // DREP; `second` sends a REQ from another client endpoint.
 class Stale : public ConnectScenario {
  protected:
-  explicit Stale(EngineConfig config = {}) : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), config) {}
+  explicit Stale(EngineConfig config = kSmallEngine) : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), config) {}
 
   void SetUp() override {
     ConnectScenario::SetUp();
@@ -164,7 +168,7 @@ TEST_F(Stale, RepFromTheQpOfAnEstablishedConnectionIsRejectedAndTheOldOneDisconn
 // Two endpoints per engine, so that which slot is in use shows through create_id.
 class StaleIds : public Stale {
  protected:
-  StaleIds() : Stale(EngineConfig{.max_endpoints = 2, .auto_mra_fraction = 0}) {}
+  StaleIds() : Stale(EngineConfig{.max_endpoints = 2, .mad_buffers = 256, .auto_mra_fraction = 0}) {}
 
   // Fills the engine's table: the slot freed last is the second one taken (FIFO reuse).
   void fill(Peer& peer, std::array<Id, 2>& out) {
