@@ -8,6 +8,10 @@
 // the endpoint's own callback returned. Each endpoint records how its connection attempt ended
 // (one Outcome, set once) and what it had negotiated when it got established, for the script's
 // cross-side checks.
+//
+// Endpoints with poll delivery see their events after the fact, in batches: the script feeds a
+// whole batch to begin_event before it reacts to any of it, so the model is up to date when it
+// acts, and checks the engine's state (check_state) once the queue is empty.
 #pragma once
 
 #include <algorithm>
@@ -80,7 +84,8 @@ struct Endpoint {
   Outcome outcome = Outcome::none;
   bool mra_received = false;            // in the current phase (the peer MRAs one message once)
   bool mra_sent = false;
-  bool establishing = false;            // inside establish(): its user_established is due
+  bool polled = false;                  // events come through an EventQueue
+  bool establishing = false;            // establish() was called: its user_established is due
   bool destroy_called = false;
   int destroyed_runs = 0;               // on_destroyed calls
   std::optional<ConnectionInfo> established_info;  // what connection_info said at establishment
@@ -94,24 +99,29 @@ class InvariantChecker {
   InvariantChecker& operator=(const InvariantChecker&) = delete;
 
   // An active-side endpoint the script just created.
-  Endpoint& created(Side side, Id id, std::uint32_t conn) {
+  Endpoint& created(Side side, Id id, std::uint32_t conn, bool polled) {
     Endpoint& ep = add(side, id, conn, Phase::fresh);
+    ep.polled = polled;
     check_state(ep);
     return ep;
   }
 
-  // The first step of every callback. Returns the endpoint the event is about (a req_received
-  // creates it), or null when the event broke an invariant and the script must not act on it.
-  Endpoint* begin_event(Side side, const Event& e) {
+  // The first step of every callback, or of every polled event. Returns the endpoint the event is
+  // about (a req_received creates it), or null when the event broke an invariant and the script
+  // must not act on it.
+  Endpoint* begin_event(Side side, const Event& e, bool polled) {
     if (e.type == EventType::req_received) {
       if (side != Side::server || find(side, e.id) != nullptr) {
         violation(find(side, e.id), "req_received for an Id that already exists or on the client");
         return nullptr;
       }
       Endpoint& ep = add(side, e.id, 0, Phase::req_rcvd);
+      ep.polled = polled;
       ep.history.emplace_back(name(e.type));
-      check_state(ep);
-      in_callback_.push_back(&ep);
+      if (!polled) {
+        check_state(ep);
+        in_callback_.push_back(&ep);
+      }
       return &ep;
     }
     Endpoint* ep = find(side, e.id);
@@ -129,16 +139,19 @@ class InvariantChecker {
       violation(ep, std::string(name(e.type)) + " in phase " + std::string(name(ep->phase)));
       return nullptr;
     }
+    if (e.type == EventType::user_established) ep->establishing = false;
     enter(*ep, *next);
     settle_outcome(*ep, outcome_of(e.type));
-    check_state(*ep);
-    in_callback_.push_back(ep);
+    if (!ep->polled) {
+      check_state(*ep);  // a polled endpoint's engine may be ahead: later events wait in the queue
+      in_callback_.push_back(ep);
+    }
     return ep;
   }
 
   // The last step of every callback, with what begin_event returned.
   void end_event(Endpoint* ep) {
-    if (ep == nullptr) return;
+    if (ep == nullptr || ep->polled) return;
     if (in_callback_.empty() || in_callback_.back() != ep) {
       violation(ep, "callbacks did not nest");
       return;
@@ -151,9 +164,11 @@ class InvariantChecker {
   Status call(Endpoint& ep, Call what, Run&& run) {
     const std::optional<Phase> next = after_call(ep, what);
     const Status expected = ep.destroy_called ? Status::stale_id : next ? Status::ok : Status::invalid_state;
-    ep.establishing = what == Call::establish;
+    const bool pending = ep.establishing;  // a polled endpoint's user_established still queued
+    if (what == Call::establish) ep.establishing = true;
     const Status got = run();
-    ep.establishing = false;
+    // A callback endpoint got its user_established inside the call; a polled one gets it later.
+    ep.establishing = pending || (what == Call::establish && ep.polled && got == Status::ok);
     ep.history.push_back(std::string(name(what)) + ":" + std::string(to_string(got)));
     if (got != expected) {
       violation(&ep, std::string(name(what)) + " returned " + std::string(to_string(got)) + ", the model expected " +
@@ -162,8 +177,15 @@ class InvariantChecker {
     }
     if (got != Status::ok) return got;
     if (what == Call::establish) {
-      // The transition came with the user_established event, inside the call.
-      if (ep.phase != Phase::established) violation(&ep, "establish returned ok without user_established");
+      // A callback endpoint moved with its user_established, inside the call. A polled one moves
+      // now, with the engine; its user_established comes out of the queue later.
+      if (ep.polled) {
+        enter(ep, Phase::established);
+        settle_outcome(ep, Outcome::established);
+        check_state(ep);
+      } else if (ep.phase != Phase::established) {
+        violation(&ep, "establish returned ok without user_established");
+      }
       return got;
     }
     if (what == Call::send_mra) ep.mra_sent = true;
@@ -186,7 +208,8 @@ class InvariantChecker {
     if (got != expected) violation(&ep, "destroy returned " + std::string(to_string(got)));
     if (!first || got != Status::ok) return got;
     settle_outcome(ep, Outcome::abandoned);
-    // Outside its callback on_destroyed runs before destroy returns; inside, after the callback.
+    // Outside its callback (always, for a polled endpoint) on_destroyed runs before destroy
+    // returns; inside, after the callback.
     if (ep.destroyed_runs != (in_own_callback ? 0 : 1)) {
       violation(&ep, "on_destroyed ran " + std::to_string(ep.destroyed_runs) + " times by destroy's return");
     }
@@ -229,6 +252,33 @@ class InvariantChecker {
   }
   [[nodiscard]] bool in_callback(const Endpoint& ep) const {
     return std::find(in_callback_.begin(), in_callback_.end(), &ep) != in_callback_.end();
+  }
+
+  // The engine's own state must be one the phase stands for.
+  void check_state(Endpoint& ep) {
+    ConnectionInfo info;
+    const Status s = engine(ep.side).connection_info(ep.id, info);
+    if (s != Status::ok) {
+      violation(&ep, "connection_info failed: " + std::string(to_string(s)));
+      return;
+    }
+    const std::string_view st = info.state;
+    bool ok = false;
+    switch (ep.phase) {
+      case Phase::fresh:
+      case Phase::done: ok = st == "idle"; break;
+      case Phase::connecting: ok = st == "req_sent" || st == "mra_req_rcvd"; break;
+      case Phase::req_rcvd: ok = st == "req_rcvd" || st == "mra_req_sent"; break;
+      case Phase::rep_rcvd: ok = st == "rep_rcvd" || st == "mra_rep_sent"; break;
+      case Phase::rep_sent: ok = st == "rep_sent" || st == "mra_rep_rcvd"; break;
+      default: ok = st == name(ep.phase); break;
+    }
+    if (!ok) violation(&ep, "engine state " + std::string(st) + " outside the model's phase");
+  }
+
+  // Whether the model lets `what` succeed on `ep` now.
+  [[nodiscard]] static bool allows(const Endpoint& ep, Call what) {
+    return !ep.destroy_called && after_call(ep, what).has_value();
   }
 
  private:
@@ -281,7 +331,9 @@ class InvariantChecker {
       case EventType::rep_error: return p == Phase::rep_sent ? std::optional(Phase::timewait) : std::nullopt;
       case EventType::rtu_received: return p == Phase::rep_sent ? std::optional(Phase::established) : std::nullopt;
       case EventType::user_established:
-        return p == Phase::rep_sent && ep.establishing ? std::optional(Phase::established) : std::nullopt;
+        if (!ep.establishing) return std::nullopt;
+        if (ep.polled) return p;  // establish() already moved it
+        return p == Phase::rep_sent ? std::optional(Phase::established) : std::nullopt;
       case EventType::rej_received: {
         // "Stale connection" (the peer still holds our earlier connection in time-wait) rests the
         // ID in time-wait too.
@@ -337,28 +389,6 @@ class InvariantChecker {
       case Call::establish: return p == Phase::rep_sent ? std::optional(Phase::established) : std::nullopt;
     }
     return std::nullopt;
-  }
-
-  // The engine's own state must be one the phase stands for.
-  void check_state(Endpoint& ep) {
-    ConnectionInfo info;
-    const Status s = engine(ep.side).connection_info(ep.id, info);
-    if (s != Status::ok) {
-      violation(&ep, "connection_info failed: " + std::string(to_string(s)));
-      return;
-    }
-    const std::string_view st = info.state;
-    bool ok = false;
-    switch (ep.phase) {
-      case Phase::fresh:
-      case Phase::done: ok = st == "idle"; break;
-      case Phase::connecting: ok = st == "req_sent" || st == "mra_req_rcvd"; break;
-      case Phase::req_rcvd: ok = st == "req_rcvd" || st == "mra_req_sent"; break;
-      case Phase::rep_rcvd: ok = st == "rep_rcvd" || st == "mra_rep_sent"; break;
-      case Phase::rep_sent: ok = st == "rep_sent" || st == "mra_rep_rcvd"; break;
-      default: ok = st == name(ep.phase); break;
-    }
-    if (!ok) violation(&ep, "engine state " + std::string(st) + " outside the model's phase");
   }
 
   std::array<Engine*, 2> engines_;

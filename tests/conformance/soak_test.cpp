@@ -20,6 +20,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/conformance/harness.h"
@@ -36,7 +37,10 @@ constexpr std::uint64_t kMaxRunNs = 3600 * Cluster::kSecond;  // of virtual time
 constexpr std::uint32_t kMaxEndpoints = 64;  // per engine, time-wait included: exhaustion happens
 constexpr std::uint32_t kBacklog = 24;       // REQs the server application holds unanswered, at most
 constexpr std::uint64_t kListenedService = 0x1000'0000'0000'5000;
+constexpr std::uint64_t kPolledService = 0x1000'0000'0000'5001;  // its listen delivers by EventQueue
 constexpr std::uint64_t kUnlistenedService = 0x1000'0000'0000'6000;
+constexpr std::uint32_t kQueueCapacity = 4096;   // never full here: a full queue would lose events
+constexpr std::uint64_t kPollIntervalNs = 2 * kMs;  // how often the application drains its queues
 constexpr std::uint8_t kPacketLifeTime = 12;     // 16.8 ms, above every injected delay
 constexpr std::uint8_t kCmResponseTimeout = 16;  // 268 ms; the engine MRAs after half of it
 constexpr std::uint8_t kMraServiceTimeout = 21;  // 8.6 s, in the script's own MRAs
@@ -93,6 +97,7 @@ struct Plan {
   std::uint64_t client_delay_ns = 0;
   Release release = Release::keep;
   std::uint64_t hold_ns = 0;
+  std::array<bool, 2> polled{};            // per side: events by EventQueue instead of callback
   std::array<bool, 2> destroys_on_dreq{};  // per side: destroy instead of send_drep
   std::array<std::optional<std::vector<std::uint8_t>>, 2> dreq_sent;
   std::array<std::optional<std::vector<std::uint8_t>>, 2> drep_sent;
@@ -131,17 +136,22 @@ class SoakRun {
     cluster_.fabric().set_fault(faults);
     cluster_.client().react = [this](const Event& e) { on_event(Side::client, e); };
     cluster_.server().react = [this](const Event& e) { on_event(Side::server, e); };
+    for (Side side : {Side::client, Side::server}) queues_[index(side)] = engine(side).create_event_queue(kQueueCapacity);
+    batch_.resize(kQueueCapacity);
     ListenParams lp;
     lp.service_id = kListenedService;
     lp.delivery = cluster_.server().delivery();
     lp.context = &listen_context_;
     lp.backlog = kBacklog;
-    EXPECT_EQ(engine(Side::server).listen(lp, listen_id_), Status::ok);
+    EXPECT_EQ(engine(Side::server).listen(lp, listen_ids_[0]), Status::ok);
+    lp.service_id = kPolledService;
+    lp.delivery = Delivery{.queue = queues_[index(Side::server)]};
+    EXPECT_EQ(engine(Side::server).listen(lp, listen_ids_[1]), Status::ok);
     for (std::uint32_t conn = 0; conn < kConnections; ++conn) plans_.push_back(make_plan(conn));
   }
 
   void run() {
-    for (Plan& plan : plans_) agenda_.emplace(plan.start_ns, [this, &plan] { start(plan); });
+    for (Plan& plan : plans_) agenda_.emplace(plan.start_ns, Entry{false, [this, &plan] { start(plan); }});
     drive();
     // Nothing moves and the script is through: what is still held is idle (rejected, timed out,
     // out of time-wait) or established (kept, or half-open after the peer gave up on its RTU).
@@ -196,7 +206,7 @@ class SoakRun {
     p.server_port = static_cast<std::uint16_t>(below(2));
     p.listened = !chance(8);
     constexpr std::array<std::uint8_t, 5> kRetries{0, 1, 3, 5, 8};
-    p.max_cm_retries = kRetries[pick(std::array<std::uint64_t, 5>{5, 10, 25, 40, 20})];
+    p.max_cm_retries = kRetries[pick(std::array<std::uint64_t, 5>{10, 10, 25, 35, 20})];
     p.server = static_cast<ServerPlan>(pick(std::array<std::uint64_t, 6>{40, 15, 10, 15, 8, 12}));
     if (p.server == ServerPlan::accept_slowly) p.server_delay_ns = between(20 * kMs, 1500 * kMs);
     if (p.server == ServerPlan::mra_then_accept) p.server_delay_ns = between(200 * kMs, 3000 * kMs);
@@ -209,6 +219,7 @@ class SoakRun {
     p.release = static_cast<Release>(pick(std::array<std::uint64_t, 6>{25, 20, 16, 14, 14, 4}));
     p.hold_ns = between(0, 2000 * kMs);
     p.destroys_on_dreq = {chance(20), chance(20)};
+    p.polled = {chance(30), chance(30)};
     return p;
   }
 
@@ -224,35 +235,41 @@ class SoakRun {
   }
 
   // Runs `action` on `ep` after `delay`, then retires the endpoint if that left it idle.
-  void at(std::uint64_t delay, Endpoint& ep, std::function<void(Endpoint&)> action) {
-    agenda_.emplace(cluster_.clock().now_ns() + delay, [this, &ep, action = std::move(action)] {
-      action(ep);
-      retire_if_done(ep);
-    });
+  void at(std::uint64_t delay, Endpoint& ep, std::function<void(Endpoint&)> action, bool before_poll = false) {
+    agenda_.emplace(cluster_.clock().now_ns() + delay, Entry{before_poll, [this, &ep, action = std::move(action)] {
+                                                               action(ep);
+                                                               retire_if_done(ep);
+                                                             }});
+  }
+  // A destroy after `delay`. A polled endpoint's destroy runs before the application drains its
+  // queue: it races the events already waiting there, which must never come out of poll.
+  void destroy_at(std::uint64_t delay, Endpoint& ep) {
+    at(delay, ep, [this](Endpoint& e) { destroy(e); }, ep.polled);
   }
 
   void start(Plan& plan) {
     Id id;
-    const Status s = engine(Side::client).create_id(cluster_.client().delivery(), &plan, id);
+    const bool polled = plan.polled[index(Side::client)];
+    const Delivery delivery = polled ? Delivery{.queue = queues_[index(Side::client)]} : cluster_.client().delivery();
+    const Status s = engine(Side::client).create_id(delivery, &plan, id);
     if (s == Status::no_resources) {  // every slot busy (time-wait included): try again later
       ++create_id_retries_;
-      agenda_.emplace(cluster_.clock().now_ns() + 20 * kMs, [this, &plan] { start(plan); });
+      agenda_.emplace(cluster_.clock().now_ns() + 20 * kMs, Entry{false, [this, &plan] { start(plan); }});
       return;
     }
     ASSERT_EQ(s, Status::ok);
-    Endpoint& ep = checker_.created(Side::client, id, plan.conn);
+    Endpoint& ep = checker_.created(Side::client, id, plan.conn, polled);
     plan.client_ep = &ep;
     const std::vector<std::uint8_t> data = private_data(plan, Side::client, Msg::req);
     const ReqParams p = req_params(plan, data);
     (void)checker_.call(ep, Call::send_req, [&] { return engine(Side::client).send_req(id, p); });
-    if (plan.client == ClientPlan::destroy_while_connecting) {
-      at(plan.client_delay_ns, ep, [this](Endpoint& e) { destroy(e); });
-    }
+    at(below(3 * Cluster::kSecond), ep, [this](Endpoint& c) { meddle(c); });
+    if (plan.client == ClientPlan::destroy_while_connecting) destroy_at(plan.client_delay_ns, ep);
   }
 
   [[nodiscard]] ReqParams req_params(const Plan& plan, std::span<const std::uint8_t> data) const {
     ReqParams p;
-    p.service_id = plan.listened ? kListenedService : kUnlistenedService;
+    p.service_id = service_of(plan);
     p.primary = Cluster::make_path(cluster_.client_port(plan.client_port), cluster_.server_port(plan.server_port));
     p.primary.packet_life_time = kPacketLifeTime;
     p.qpn = plan.qpn(Side::client);
@@ -266,19 +283,51 @@ class SoakRun {
     return p;
   }
 
+  [[nodiscard]] static std::uint64_t service_of(const Plan& plan) {
+    return !plan.listened ? kUnlistenedService : plan.polled[index(Side::server)] ? kPolledService : kListenedService;
+  }
+
   void on_event(Side side, const Event& e) {
-    Endpoint* ep = checker_.begin_event(side, e);
+    Endpoint* ep = checker_.begin_event(side, e, false);
     if (ep != nullptr) {
-      if (e.type == EventType::req_received) {
-        on_req(*ep, e);
-      } else {
-        Plan& plan = plans_[ep->conn];
-        if (e.context != &plan) checker_.violation(ep, "event context is not the endpoint's");
-        reacts(*ep, plan, e);
-      }
-      retire_if_done(*ep);
+      if (ep->polled) checker_.violation(ep, "a callback for an endpoint with poll delivery");
+      handle(*ep, e);
     }
     checker_.end_event(ep);
+  }
+
+  // Takes everything waiting in `side`'s queue, feeds each batch to the checker before reacting to
+  // any of it, and checks the engine's states once the queue is empty.
+  void drain(Side side) {
+    std::set<Endpoint*> touched;
+    while (const std::size_t n = engine(side).poll(*queues_[index(side)], batch_)) {
+      std::vector<Endpoint*> eps(n);
+      for (std::size_t i = 0; i < n; ++i) eps[i] = checker_.begin_event(side, batch_[i], true);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (eps[i] == nullptr) continue;
+        if (!eps[i]->polled) checker_.violation(eps[i], "a polled event for an endpoint with callbacks");
+        if (!eps[i]->destroy_called) handle(*eps[i], batch_[i]);
+        touched.insert(eps[i]);
+      }
+      for (std::size_t i = 0; i < n; ++i) engine(side).release(batch_[i]);
+    }
+    for (Endpoint* ep : touched) {
+      if (!ep->destroy_called) checker_.check_state(*ep);
+    }
+  }
+
+  void handle(Endpoint& ep, const Event& e) {
+    if (e.type == EventType::req_received) {
+      on_req(ep, e);
+    } else {
+      Plan& plan = plans_[ep.conn];
+      // A polled server endpoint's events queued before the application set its context carry none.
+      const bool before_context = ep.polled && ep.side == Side::server && e.context == nullptr;
+      if (e.context != &plan && !before_context) checker_.violation(&ep, "event context is not the endpoint's");
+      if (chance(10)) meddle(ep);
+      reacts(ep, plan, e);
+    }
+    retire_if_done(ep);
   }
 
   void on_req(Endpoint& ep, const Event& e) {
@@ -293,7 +342,8 @@ class SoakRun {
     Plan& plan = plans_[conn];
     const PortAttr& here = cluster_.server_port(plan.server_port);
     const PortAttr& there = cluster_.client_port(plan.client_port);
-    if (!plan.listened || req->service_id != kListenedService || req->listen_id != listen_id_ ||
+    if (!plan.listened || req->service_id != service_of(plan) ||
+        req->listen_id != listen_ids_[plan.polled[index(Side::server)] ? 1 : 0] ||
         req->remote_qpn != plan.qpn(Side::client) || req->starting_psn != plan.psn(Side::client) ||
         req->remote_ca_guid != there.node_guid || req->primary.port != here.port_num ||
         req->primary.local_lid != here.lid || req->primary.remote_lid != there.lid ||
@@ -302,11 +352,12 @@ class SoakRun {
     }
     server_by_comm_id_[ep.id.comm_id()] = &ep;
     EXPECT_EQ(engine(Side::server).set_context(ep.id, &plan), Status::ok);
+    at(below(3 * Cluster::kSecond), ep, [this](Endpoint& s) { meddle(s); });
     switch (plan.server) {
       case ServerPlan::accept: accept(ep, plan); break;
       case ServerPlan::destroy_later:
         accept(ep, plan);
-        at(plan.server_delay_ns, ep, [this](Endpoint& s) { destroy(s); });
+        destroy_at(plan.server_delay_ns, ep);
         break;
       case ServerPlan::accept_slowly:
         at(plan.server_delay_ns, ep, [this, &plan](Endpoint& s) { accept(s, plan); });
@@ -465,7 +516,6 @@ class SoakRun {
         plan.dreq_sent[index(x.side)] = pd;
       }
     };
-    const auto gone = [this](Endpoint& x) { destroy(x); };
     switch (plan.release) {
       case Release::client_dreq: at(plan.hold_ns, ep, disconnect); break;
       case Release::server_dreq: at(plan.hold_ns, *server, disconnect); break;
@@ -473,19 +523,44 @@ class SoakRun {
         at(plan.hold_ns, ep, disconnect);
         at(plan.hold_ns, *server, disconnect);
         break;
-      case Release::client_destroy: at(plan.hold_ns, ep, gone); break;
-      case Release::server_destroy: at(plan.hold_ns, *server, gone); break;
+      case Release::client_destroy: destroy_at(plan.hold_ns, ep); break;
+      case Release::server_destroy: destroy_at(plan.hold_ns, *server); break;
       case Release::keep: break;
     }
   }
 
+  // A call the endpoint's phase forbids, at a random moment: it must fail with invalid_state and
+  // change nothing (the checker compares the engine's state afterwards).
+  void meddle(Endpoint& ep) {
+    constexpr std::array<Call, 7> kCalls{Call::send_rep,  Call::send_rtu,  Call::send_rej, Call::send_mra,
+                                         Call::send_dreq, Call::send_drep, Call::establish};
+    const Call what = kCalls[below(kCalls.size())];
+    if (InvariantChecker::allows(ep, what)) return;
+    Engine& e = engine(ep.side);
+    (void)checker_.call(ep, what, [&] {
+      switch (what) {
+        case Call::send_rep: return e.send_rep(ep.id, RepParams{});
+        case Call::send_rtu: return e.send_rtu(ep.id, {});
+        case Call::send_rej: return e.send_rej(ep.id, RejParams{});
+        case Call::send_mra: return e.send_mra(ep.id, MraParams{});
+        case Call::send_dreq: return e.send_dreq(ep.id, {});
+        case Call::send_drep: return e.send_drep(ep.id, {});
+        case Call::establish: return e.establish(ep.id);
+        case Call::send_req: break;
+      }
+      return Status::not_supported;
+    });
+  }
+
   // Destroys through the checker, noting what the engine sends for it: a DREQ when established,
-  // a DREP to a pending DREQ, both without private data.
+  // a DREP to a pending DREQ, both without private data. The engine's state says which (a polled
+  // endpoint's model may be behind it).
   void destroy(Endpoint& ep) {
-    if (!ep.destroy_called) {
+    ConnectionInfo info;
+    if (!ep.destroy_called && engine(ep.side).connection_info(ep.id, info) == Status::ok) {
       Plan& plan = plans_[ep.conn];
-      if (ep.phase == Phase::established) plan.dreq_sent[index(ep.side)].emplace();
-      if (ep.phase == Phase::dreq_rcvd) plan.drep_sent[index(ep.side)].emplace();
+      if (info.state == "established") plan.dreq_sent[index(ep.side)].emplace();
+      if (info.state == "dreq_rcvd") plan.drep_sent[index(ep.side)].emplace();
     }
     (void)checker_.destroy(ep);
   }
@@ -494,17 +569,20 @@ class SoakRun {
   void retire_if_done(Endpoint& ep) {
     if (ep.phase != Phase::done || ep.destroy_called || !retiring_.insert(&ep).second) return;
     if (checker_.in_callback(ep) && chance(50)) return destroy(ep);
-    at(between(0, 200 * kMs), ep, [this](Endpoint& e) { destroy(e); });
+    destroy_at(between(0, 200 * kMs), ep);
   }
 
   // ---- driving the clock -----------------------------------------------------------------------
 
   [[nodiscard]] bool quiescent() {
     return cluster_.fabric().total_pending() == 0 && !engine(Side::client).next_timer_ns() &&
-           !engine(Side::server).next_timer_ns();
+           !engine(Side::server).next_timer_ns() && queues_[0]->size() == 0 && queues_[1]->size() == 0;
   }
 
-  // Runs the script's agenda and the engines until both are through and nothing moves.
+  // Runs the script's agenda and the engines until both are through and nothing moves. Each step
+  // runs the clock to the next action (at most a poll interval), then the destroys that race the
+  // queued events, then drains the queues, then the other actions due (after a drain, so that
+  // the model of a polled endpoint is up to date when the script acts on it).
   void drive() {
     VirtualClock& clock = cluster_.clock();
     const std::uint64_t deadline = clock.now_ns() + kMaxRunNs;
@@ -514,13 +592,27 @@ class SoakRun {
         ADD_FAILURE() << "seed " << case_.seed << ": still busy after " << kMaxRunNs / Cluster::kSecond << " s";
         return;
       }
-      const std::uint64_t next = agenda_.empty() ? now + Cluster::kSecond : std::max(agenda_.begin()->first, now);
+      const std::uint64_t next = agenda_.empty() ? now + kPollIntervalNs
+                                                 : std::clamp(agenda_.begin()->first, now, now + kPollIntervalNs);
       cluster_.run_for(next - now);
-      while (!agenda_.empty() && agenda_.begin()->first <= clock.now_ns()) {
-        const auto action = std::move(agenda_.begin()->second);
-        agenda_.erase(agenda_.begin());
-        action();
-      }
+      run_due(true);
+      drain(Side::client);
+      drain(Side::server);
+      run_due(false);
+      drain(Side::client);
+      drain(Side::server);
+    }
+  }
+
+  // Runs the agenda's due actions of one kind, also those they add for now.
+  void run_due(bool before_poll) {
+    for (;;) {
+      const auto due = agenda_.upper_bound(cluster_.clock().now_ns());
+      const auto it = std::find_if(agenda_.begin(), due, [&](const auto& e) { return e.second.before_poll == before_poll; });
+      if (it == due) return;
+      const std::function<void()> action = std::move(it->second.run);
+      agenda_.erase(it);
+      action();
     }
   }
 
@@ -558,35 +650,44 @@ class SoakRun {
     }
   }
 
-  // Every REQ the soak left in the listen's backlog went out of it: on a clean fabric, kBacklog
-  // fresh REQs all reach the application while it holds them, and one more is refused for room.
+  // Every REQ the soak left in a listen's backlog went out of it: on a clean fabric, kBacklog
+  // fresh REQs to each listen all reach the application while it holds them, and one more is
+  // refused for lack of room.
   void check_backlog_is_whole() {
     cluster_.fabric().clear_faults();
-    std::vector<Id> held;
-    std::size_t refused = 0;
-    cluster_.server().react = [&held](const Event& e) {
-      if (e.type == EventType::req_received) held.push_back(e.id);
-    };
-    cluster_.client().react = [&refused](const Event& e) {
-      const auto* rej = std::get_if<RejReceived>(&e.params);
-      if (rej != nullptr && rej->reason == kRejNoResources) ++refused;
-    };
-    std::vector<Id> asking;
-    for (std::uint32_t i = 0; i <= kBacklog; ++i) {
-      Plan probe;
-      probe.conn = kConnections + i;  // QPNs no connection of the soak used
-      probe.max_cm_retries = 0;
-      Id id;
-      ASSERT_EQ(engine(Side::client).create_id(cluster_.client().delivery(), nullptr, id), Status::ok);
-      EXPECT_EQ(engine(Side::client).send_req(id, req_params(probe, {})), Status::ok);
-      asking.push_back(id);
+    for (const bool polled : {false, true}) {
+      std::vector<Id> held;
+      std::size_t refused = 0;
+      cluster_.server().react = [&held](const Event& e) {
+        if (e.type == EventType::req_received) held.push_back(e.id);
+      };
+      cluster_.client().react = [&refused](const Event& e) {
+        const auto* rej = std::get_if<RejReceived>(&e.params);
+        if (rej != nullptr && rej->reason == kRejNoResources) ++refused;
+      };
+      std::vector<Id> asking;
+      for (std::uint32_t i = 0; i <= kBacklog; ++i) {
+        Plan probe;
+        probe.conn = kConnections + i;  // QPNs no connection of the soak used
+        probe.polled[index(Side::server)] = polled;
+        probe.max_cm_retries = 0;
+        Id id;
+        ASSERT_EQ(engine(Side::client).create_id(cluster_.client().delivery(), nullptr, id), Status::ok);
+        EXPECT_EQ(engine(Side::client).send_req(id, req_params(probe, {})), Status::ok);
+        asking.push_back(id);
+      }
+      cluster_.run_for(10 * kMs);
+      const std::size_t n = engine(Side::server).poll(*queues_[index(Side::server)], batch_);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (batch_[i].type == EventType::req_received) held.push_back(batch_[i].id);
+        engine(Side::server).release(batch_[i]);
+      }
+      EXPECT_EQ(held.size(), kBacklog) << (polled ? "polled listen" : "callback listen");
+      EXPECT_EQ(refused, 1u) << (polled ? "polled listen" : "callback listen");
+      for (Id id : held) EXPECT_EQ(engine(Side::server).destroy(id), Status::ok);
+      for (Id id : asking) EXPECT_EQ(engine(Side::client).destroy(id), Status::ok);
+      drive();
     }
-    cluster_.run_for(10 * kMs);
-    EXPECT_EQ(held.size(), kBacklog);
-    EXPECT_EQ(refused, 1u);
-    for (Id id : held) EXPECT_EQ(engine(Side::server).destroy(id), Status::ok);
-    for (Id id : asking) EXPECT_EQ(engine(Side::client).destroy(id), Status::ok);
-    drive();
   }
 
   // With every endpoint gone and time-wait over, each engine hands out all its slots again and
@@ -651,6 +752,25 @@ class SoakRun {
       for (const auto& [reason, n] : rej_reasons_[index(side)]) std::cout << " " << reason << "x" << n;
       std::cout << "\n";
     }
+    // Paths worth knowing they ran: REQ copies that reached the application again after it
+    // answered the first (the engine forgets a rejected REQ, as Linux' CM does), DREQ collisions,
+    // and establish() winning the race against the RTU.
+    std::map<std::uint32_t, std::size_t> server_endpoints;
+    std::map<std::uint32_t, std::size_t> dreqs_received;
+    std::size_t early_establish = 0;
+    const auto saw = [](const Endpoint& ep, std::string_view what) {
+      return std::find(ep.history.begin(), ep.history.end(), what) != ep.history.end();
+    };
+    for (const Endpoint& ep : checker_.endpoints()) {
+      if (ep.side == Side::server) ++server_endpoints[ep.conn];
+      if (saw(ep, "dreq_received")) ++dreqs_received[ep.conn];
+      if (saw(ep, "user_established")) ++early_establish;
+    }
+    const auto count = [](const std::map<std::uint32_t, std::size_t>& m, std::size_t at_least) {
+      return std::count_if(m.begin(), m.end(), [at_least](const auto& kv) { return kv.second >= at_least; });
+    };
+    std::cout << "  REQs seen again " << count(server_endpoints, 2) << ", DREQ collisions " << count(dreqs_received, 2)
+              << ", establish() before the RTU " << early_establish << "\n";
   }
 
   Engine& engine(Side side) { return (side == Side::client ? cluster_.client() : cluster_.server()).engine(); }
@@ -660,10 +780,16 @@ class SoakRun {
   InvariantChecker checker_;
   std::mt19937_64 rng_;
   std::vector<Plan> plans_;  // never resized after construction: the agenda holds references
-  std::multimap<std::uint64_t, std::function<void()>> agenda_;  // by time; equal times in order
+  struct Entry {
+    bool before_poll = false;
+    std::function<void()> run;
+  };
+  std::multimap<std::uint64_t, Entry> agenda_;  // by time; equal times in order
+  std::array<EventQueue*, 2> queues_{};  // per side, for endpoints with poll delivery
+  std::vector<Event> batch_;
   std::map<std::uint32_t, Endpoint*> server_by_comm_id_;        // the latest with that comm ID
   std::set<const Endpoint*> retiring_;
-  Id listen_id_;
+  std::array<Id, 2> listen_ids_;  // callback delivery (kListenedService), poll (kPolledService)
   int listen_context_ = 0;  // its address is the listen's context
   std::size_t create_id_retries_ = 0;
   std::size_t half_open_ = 0;
