@@ -96,7 +96,19 @@ class InlineEngine final : public Engine, private engine::Outbox {
     return queues_.emplace_back(std::make_unique<engine::RingEventQueue>(capacity)).get();
   }
   std::size_t poll(EventQueue& queue, std::span<Event> events) override {
-    return static_cast<engine::RingEventQueue&>(queue).pop(events);
+    // An event of an endpoint destroyed after it was queued is dropped here: once destroy has
+    // returned nothing about the endpoint reaches the application, whose on_destroyed may have
+    // freed the context the event carries.
+    auto& ring = static_cast<engine::RingEventQueue&>(queue);
+    std::size_t n = 0;
+    while (n < events.size() && ring.pop(events.subspan(n, 1)) == 1) {
+      if (protocol_.attached(events[n].id)) {
+        ++n;
+      } else {
+        release(events[n]);
+      }
+    }
+    return n;
   }
   void retain(const Event& event) override {
     if (event.mad != nullptr) engine::retain(*const_cast<MadRef*>(event.mad));

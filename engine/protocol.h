@@ -91,6 +91,8 @@ class Protocol {
   [[nodiscard]] std::uint32_t endpoints_in_use() const noexcept { return table_.in_use(); }
   // The state of a live endpoint (tests and tools); nullopt for a stale Id.
   [[nodiscard]] std::optional<CepState> state_of(Id id) const noexcept;
+  // Whether `id` names a live endpoint the application has not destroyed.
+  [[nodiscard]] bool attached(Id id) const noexcept { return find_user(id) != nullptr; }
 
  private:
   // ---- handlers, one per message ---------------------------------------------------------------

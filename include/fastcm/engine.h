@@ -106,8 +106,8 @@ class Engine {
 
   // Destroys the endpoint or listen: the protocol side follows the spec (REJ before
   // establishment, DREQ when established, then time-wait before the ID is reused). Returns at once;
-  // no callback for `id` starts afterwards; `on_destroyed(ctx)` runs exactly once, after any
-  // callback in flight has returned. Errors: stale_id.
+  // no callback for `id` starts afterwards, nor does poll return an event for it; `on_destroyed(ctx)`
+  // runs exactly once, after any callback in flight has returned. Errors: stale_id.
   using DestroyedFn = void (*)(void* ctx);
   virtual Status destroy(Id id, DestroyedFn on_destroyed = nullptr, void* ctx = nullptr) = 0;
 
@@ -115,6 +115,8 @@ class Engine {
   // A bounded queue for poll delivery. Owned by the engine; lives until the engine is destroyed.
   virtual EventQueue* create_event_queue(std::uint32_t capacity) = 0;
   // Takes up to events.size() events; each must be given back with release(event). Never blocks.
+  // Events of an endpoint destroyed after they were queued are not returned (as no callback
+  // starts after destroy); their MADs are released.
   virtual std::size_t poll(EventQueue& queue, std::span<Event> events) = 0;
   // Keeps the MAD of a callback's event alive after the callback returns.
   virtual void retain(const Event& event) = 0;
