@@ -76,7 +76,7 @@ Status Protocol::send_req(Id id, const ReqParams& p) noexcept {
   cep->service_id = p.service_id;
   cep->local_qpn = p.qpn;
   cep->qp_type = p.qp_type;
-  cep->local_psn = p.starting_psn;
+  cep->remote_psn = p.starting_psn;  // a REQ's Starting PSN is what we expect to receive
   cep->responder_resources = p.responder_resources;
   cep->initiator_depth = p.initiator_depth;
   cep->remote_cm_response_timeout = p.remote_cm_response_timeout;
@@ -180,7 +180,7 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   cep->qp_type = req.transport_service_type == mad::TransportServiceType::uc ? QpType::uc
                  : req.transport_service_type == mad::TransportServiceType::extended ? QpType::xrc
                                                                                      : QpType::rc;
-  cep->remote_psn = req.starting_psn;
+  cep->local_psn = req.starting_psn;  // the peer receives from its Starting PSN: we send from it
   // Crosswise: the peer's initiator depth bounds our responder resources and vice versa.
   cep->responder_resources = req.initiator_depth;
   cep->initiator_depth = req.responder_resources;
@@ -479,7 +479,7 @@ Status Protocol::send_rep(Id id, const RepParams& p) noexcept {
   copy_private(rep.private_data, p.private_data);
   if (!send_and_keep(*cep, rep)) return Status::no_resources;
   cep->local_qpn = p.qpn;
-  cep->local_psn = p.starting_psn;
+  cep->remote_psn = p.starting_psn;
   cep->responder_resources = p.responder_resources;
   cep->initiator_depth = p.initiator_depth;
   cep->target_ack_delay = p.target_ack_delay;
@@ -509,6 +509,8 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
     case CepState::rep_rcvd:
     case CepState::mra_rep_sent:
     case CepState::established:
+      // Only an active side, whose REQ it answers, can see a REP again.
+      if (!cep->active) return drop(port_index, DropReason::out_of_state);
       // A retransmitted REP: our RTU (or MRA) was lost; send it again (12.9.8.2).
       ++message_counters(port_index, hdr.attribute_id).duplicate;
       if (cep->state == CepState::mra_rep_sent || sent_attr(*cep) == mad::AttrId::rtu) {
@@ -544,7 +546,7 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
   cep->remote_ca_guid = rep.local_ca_guid;
   cep->remote_qpn = rep.local_qpn;
   cep->remote_qkey = rep.local_q_key;
-  cep->remote_psn = rep.starting_psn;
+  cep->local_psn = rep.starting_psn;
   // Crosswise, as for the REQ on the passive side.
   cep->initiator_depth = rep.responder_resources;
   cep->responder_resources = rep.initiator_depth;

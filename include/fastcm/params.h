@@ -63,7 +63,7 @@ struct ReqParams {
   std::optional<Path> alternate;
   Qpn qpn = 0;
   QpType qp_type = QpType::rc;
-  std::uint32_t starting_psn = 0;                 // 24 bits
+  std::uint32_t starting_psn = 0;                 // 24 bits: the first PSN our receive queue expects
   std::uint8_t responder_resources = 0;
   std::uint8_t initiator_depth = 0;
   std::uint8_t remote_cm_response_timeout = 20;   // exponent; how long the peer may take to answer
@@ -79,7 +79,7 @@ struct ReqParams {
 
 struct RepParams {
   Qpn qpn = 0;
-  std::uint32_t starting_psn = 0;
+  std::uint32_t starting_psn = 0;                 // the first PSN our receive queue expects
   std::uint8_t responder_resources = 0;
   std::uint8_t initiator_depth = 0;
   std::uint8_t target_ack_delay = 0;              // exponent

@@ -56,8 +56,9 @@ TEST_F(Connect, NegotiatedParametersAreCrosswise) {
   ASSERT_EQ(client().engine().connection_info(id, active), Status::ok);
   EXPECT_TRUE(active.active);
   EXPECT_EQ(active.remote_qpn, kServerQpn);
-  EXPECT_EQ(active.remote_psn, 0x2222u);
-  EXPECT_EQ(active.local_psn, 0x1111u);
+  // A Starting PSN is its sender's receive PSN (the kernel CM reads it the same way).
+  EXPECT_EQ(active.remote_psn, 0x1111u);
+  EXPECT_EQ(active.local_psn, 0x2222u);
   EXPECT_EQ(active.initiator_depth, 4);      // the server's responder resources
   EXPECT_EQ(active.responder_resources, 4);  // the server's initiator depth
 

@@ -250,7 +250,12 @@ TEST_F(QpAttrTest, PsnsAndQpnsAreCrosswise) {
   const QpAttr server_rts = attr(server(), server_id_, QpState::rts);
   EXPECT_EQ(client_rtr.rq_psn, server_rts.sq_psn);
   EXPECT_EQ(server_rtr.rq_psn, client_rts.sq_psn);
-  EXPECT_EQ(std::minmax(client_rtr.rq_psn, client_rts.sq_psn), std::minmax(kClientPsn, kServerPsn));
+  // Each side's Starting PSN is the first PSN its own receive queue expects (kernel cm.c:
+  // ib_send_cm_req takes rq_psn from its REQ, cm_req_handler takes sq_psn from the peer's).
+  EXPECT_EQ(client_rtr.rq_psn, kClientPsn);
+  EXPECT_EQ(client_rts.sq_psn, kServerPsn);
+  EXPECT_EQ(server_rtr.rq_psn, kServerPsn);
+  EXPECT_EQ(server_rts.sq_psn, kClientPsn);
   EXPECT_EQ(client_rtr.dest_qp_num, kServerQpn);
   EXPECT_EQ(server_rtr.dest_qp_num, kClientQpn);
 }
