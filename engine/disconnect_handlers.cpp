@@ -48,9 +48,17 @@ void Protocol::on_dreq(MadBuf& buf, const mad::MadHeader& hdr, const mad::Dreq& 
     case CepState::mra_rep_rcvd:  // the RTU was lost, but the peer is established and leaving
     case CepState::dreq_sent:     // both sides disconnect at once: each answers the other
     case CepState::established: break;
-    case CepState::timewait:      // our DREP was lost
+    case CepState::timewait:
       ++message_counters(port_index, hdr.attribute_id).duplicate;
-      resend(*cep);
+      if (sent_attr(*cep) == mad::AttrId::drep) {
+        resend(*cep);  // our DREP was lost
+      } else {
+        // We left through our own DREQ (or a REJ): the peer still wants its DREP (12.9.8.4).
+        mad::Drep drep;
+        drep.local_comm_id = cep->local_comm_id;
+        drep.remote_comm_id = cep->remote_comm_id;
+        send_reply(buf.packet.addr, hdr.transaction_id, drep);
+      }
       return;
     case CepState::dreq_rcvd:
       ++message_counters(port_index, hdr.attribute_id).duplicate;

@@ -72,9 +72,9 @@ class DestroyInEveryState : public ::testing::TestWithParam<DestroyCase> {
   void round() {
     const DestroyCase& c = GetParam();
     const Reached r = setup_.reach(c.state);
-    ASSERT_EQ(setup_.state_of(r.side, r.target), state_name(c.state));
-    Peer& self = setup_.on(r.side);
-    Peer& other = setup_.across(r.side);
+    ASSERT_EQ(setup_.state_of(r.host, r.target), state_name(c.state));
+    Peer& self = setup_.on(r.host);
+    Peer& other = setup_.across(r.host);
     const PortCounters before = self.port_counters();
     const std::size_t self_mark = self.events().size();
     const std::size_t other_mark = other.events().size();
@@ -209,7 +209,7 @@ TEST_F(DestroyFromCallback, AnotherEndpointsOnDestroyedRunsBeforeDestroyReturns)
   const Reached r = setup_.reach(EndpointState::rep_rcvd);
   EXPECT_EQ(log_, (std::vector<std::string>{"callback", "on_destroyed", "ok", "callback returns"}));
   // The endpoint whose callback it was is untouched.
-  EXPECT_EQ(setup_.state_of(Side::client, r.target), "rep_rcvd");
+  EXPECT_EQ(setup_.state_of(Host::client, r.target), "rep_rcvd");
   EXPECT_EQ(client.send_rtu(r.target, {}), Status::ok);
 }
 

@@ -79,11 +79,12 @@ inline constexpr std::array kEveryEndpointState = {
   }
 }
 
-enum class Side : std::uint8_t { client, server };
+// Which engine an endpoint lives on: the client's (HCA 1) or the server's (HCA 0).
+enum class Host : std::uint8_t { client, server };
 
 // Where a setup left the endpoint it was asked for, and the other end of its exchange.
 struct Reached {
-  Side side = Side::client;
+  Host host = Host::client;
   Id target;
   Id peer;  // empty when there is none (an idle endpoint)
 };
@@ -101,9 +102,10 @@ class StateSetup {
     EXPECT_EQ(cluster_.server().engine().listen(lp, listen_), Status::ok);
   }
 
-  [[nodiscard]] Peer& on(Side s) { return s == Side::client ? cluster_.client() : cluster_.server(); }
-  [[nodiscard]] Peer& across(Side s) { return on(s == Side::client ? Side::server : Side::client); }
-  [[nodiscard]] Engine& engine_on(Side s) { return on(s).engine(); }
+  [[nodiscard]] Peer& on(Host h) { return h == Host::client ? cluster_.client() : cluster_.server(); }
+  [[nodiscard]] Peer& across(Host h) { return on(other(h)); }
+  [[nodiscard]] Engine& engine_on(Host h) { return on(h).engine(); }
+  [[nodiscard]] static Host other(Host h) { return h == Host::client ? Host::server : Host::client; }
 
   // A new exchange with one endpoint in `state`. Every step is checked with EXPECT, so a setup
   // the engine refuses fails the test that asked for it.
@@ -112,7 +114,7 @@ class StateSetup {
     Engine& server = cluster_.server().engine();
     Id c;
     EXPECT_EQ(client.create_id(cluster_.client().delivery(), nullptr, c), Status::ok);
-    if (state == EndpointState::idle) return {Side::client, c, {}};
+    if (state == EndpointState::idle) return {Host::client, c, {}};
 
     if (state == EndpointState::sidr_req_sent || state == EndpointState::sidr_req_rcvd) {
       SidrReqParams p;
@@ -166,7 +168,7 @@ class StateSetup {
     }
     EXPECT_EQ(server.send_drep(s, {}), Status::ok);
     cluster_.settle();
-    return {Side::client, c, s};  // timewait, on both sides
+    return {Host::client, c, s};  // timewait, on both sides
   }
 
   // The REQ every setup sends: the client's QP kClientQpn, answers expected within ~0.4 s.
@@ -192,9 +194,9 @@ class StateSetup {
   }
 
   // The state connection_info reports, or "stale".
-  [[nodiscard]] std::string_view state_of(Side side, Id id) {
+  [[nodiscard]] std::string_view state_of(Host host, Id id) {
     ConnectionInfo info;
-    return engine_on(side).connection_info(id, info) == Status::ok ? info.state : "stale";
+    return engine_on(host).connection_info(id, info) == Status::ok ? info.state : "stale";
   }
 
  private:
@@ -205,7 +207,7 @@ class StateSetup {
   }
   // The client's endpoint when `client_side`, the server's otherwise.
   static Reached pick(bool client_side, Id client, Id server) {
-    return client_side ? Reached{Side::client, client, server} : Reached{Side::server, server, client};
+    return client_side ? Reached{Host::client, client, server} : Reached{Host::server, server, client};
   }
 
   Cluster& cluster_;
