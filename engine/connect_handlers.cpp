@@ -156,7 +156,9 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
                    std::span<const std::uint8_t>(bad->ari).first(bad->ari_length));
     return;
   }
-  if (!env_.listens.take_backlog(*listen)) {
+  // A full event queue is a full backlog too: the application could not hear of this REQ.
+  const EventQueue* queue = listen->params.delivery.queue;
+  if ((queue != nullptr && env_.outbox.queue_full(*queue)) || !env_.listens.take_backlog(*listen)) {
     apply_backlog_policy(buf, hdr, req, *listen);
     return;
   }

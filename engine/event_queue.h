@@ -28,10 +28,11 @@ class RingEventQueue final : public EventQueue {
 
   [[nodiscard]] int event_fd() const noexcept override { return fd_; }
   [[nodiscard]] std::size_t size() const noexcept override { return count_; }
+  [[nodiscard]] bool full() const noexcept { return count_ == events_.size(); }
 
   // Appends `event`, taking a reference on `mad`. False (nothing taken) when full.
   bool push(const Event& event, MadBuf* mad) noexcept {
-    if (count_ == events_.size()) return false;
+    if (full()) return false;
     if (mad != nullptr) retain(*mad);
     events_[(head_ + count_) % events_.size()] = event;
     if (count_++ == 0) signal(1);

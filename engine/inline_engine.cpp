@@ -134,6 +134,9 @@ class InlineEngine final : public Engine, private engine::Outbox {
   bool enqueue(EventQueue& queue, const Event& event, MadRef* mad) noexcept override {
     return static_cast<engine::RingEventQueue&>(queue).push(event, mad);
   }
+  bool queue_full(const EventQueue& queue) const noexcept override {
+    return static_cast<const engine::RingEventQueue&>(queue).full();
+  }
 
   std::size_t receive(std::uint16_t port_index) {
     std::array<MadRef*, kRecvBurst> bufs{};

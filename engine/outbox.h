@@ -26,6 +26,10 @@ class Outbox {
   // Appends `event` to `queue`, taking a reference on `mad` (may be null) that poll's caller gives
   // back with Engine::release. Returns false, taking nothing, when the queue is full.
   virtual bool enqueue(EventQueue& queue, const Event& event, MadBuf* mad) noexcept = 0;
+
+  // Whether enqueue() on `queue` would fail now. Lets a REQ meet its listen's backlog policy
+  // before an endpoint is made for an event nobody could receive.
+  [[nodiscard]] virtual bool queue_full(const EventQueue& queue) const noexcept = 0;
 };
 
 }  // namespace fastcm::engine
