@@ -35,41 +35,58 @@ inline constexpr std::uint16_t kRejStaleConnection = 10;  // IBTA Table 112
 
 // The CM states an application can tell apart by events and calls (engine states in comments).
 enum class Phase : std::uint8_t {
-  fresh,        // idle, nothing sent yet (active side)
-  connecting,   // req_sent, mra_req_rcvd
-  req_rcvd,     // req_rcvd, mra_req_sent (the engine MRAs silently when the answer is slow)
-  rep_rcvd,     // rep_rcvd, mra_rep_sent
-  rep_sent,     // rep_sent, mra_rep_rcvd
+  fresh,       // idle, nothing sent yet (active side)
+  connecting,  // req_sent, mra_req_rcvd
+  req_rcvd,    // req_rcvd, mra_req_sent (the engine MRAs silently when the answer is slow)
+  rep_rcvd,    // rep_rcvd, mra_rep_sent
+  rep_sent,    // rep_sent, mra_rep_rcvd
   established,
   dreq_sent,
   dreq_rcvd,
   timewait,
-  done,         // idle again: rejected, timed out, or out of time-wait
+  done,  // idle again: rejected, timed out, or out of time-wait
 };
 
 // How the connection attempt ended.
-enum class Outcome : std::uint8_t { none, established, rejected_by_peer, rejected_by_us, timed_out, abandoned };
+enum class Outcome : std::uint8_t {
+  none,
+  established,
+  rejected_by_peer,
+  rejected_by_us,
+  timed_out,
+  abandoned
+};
 
-enum class Call : std::uint8_t { send_req, send_rep, send_rtu, send_rej, send_mra, send_dreq, send_drep, establish };
+enum class Call : std::uint8_t {
+  send_req,
+  send_rep,
+  send_rtu,
+  send_rej,
+  send_mra,
+  send_dreq,
+  send_drep,
+  establish
+};
 
 [[nodiscard]] constexpr std::string_view name(Phase p) noexcept {
-  constexpr std::string_view names[] = {"fresh",       "connecting", "req_rcvd",  "rep_rcvd", "rep_sent",
-                                        "established", "dreq_sent",  "dreq_rcvd", "timewait", "done"};
+  constexpr std::string_view names[] = {"fresh",    "connecting",  "req_rcvd",  "rep_rcvd",
+                                        "rep_sent", "established", "dreq_sent", "dreq_rcvd",
+                                        "timewait", "done"};
   return names[static_cast<std::size_t>(p)];
 }
 
 [[nodiscard]] constexpr std::string_view name(Call c) noexcept {
-  constexpr std::string_view names[] = {"send_req",  "send_rep",  "send_rtu",  "send_rej",
-                                        "send_mra",  "send_dreq", "send_drep", "establish"};
+  constexpr std::string_view names[] = {"send_req", "send_rep",  "send_rtu",  "send_rej",
+                                        "send_mra", "send_dreq", "send_drep", "establish"};
   return names[static_cast<std::size_t>(c)];
 }
 
 [[nodiscard]] constexpr std::string_view name(EventType t) noexcept {
   constexpr std::string_view names[] = {
-      "req_received",  "req_error",     "rep_received",  "rep_error",        "rtu_received", "user_established",
-      "rej_received",  "mra_received",  "dreq_received", "dreq_error",       "drep_received", "timewait_exit",
-      "lap_received",  "lap_error",     "apr_received",  "sidr_req_received", "sidr_req_error",
-      "sidr_rep_received"};
+      "req_received",      "req_error",      "rep_received",     "rep_error",     "rtu_received",
+      "user_established",  "rej_received",   "mra_received",     "dreq_received", "dreq_error",
+      "drep_received",     "timewait_exit",  "lap_received",     "lap_error",     "apr_received",
+      "sidr_req_received", "sidr_req_error", "sidr_rep_received"};
   return names[static_cast<std::size_t>(t)];
 }
 
@@ -79,17 +96,17 @@ struct Endpoint {
   InvariantChecker* checker = nullptr;
   Side side = Side::client;
   Id id;
-  std::uint32_t conn = 0;               // the script's connection number
+  std::uint32_t conn = 0;  // the script's connection number
   Phase phase = Phase::fresh;
   Outcome outcome = Outcome::none;
-  bool mra_received = false;            // in the current phase (the peer MRAs one message once)
+  bool mra_received = false;  // in the current phase (the peer MRAs one message once)
   bool mra_sent = false;
-  bool polled = false;                  // events come through an EventQueue
-  bool establishing = false;            // establish() was called: its user_established is due
+  bool polled = false;        // events come through an EventQueue
+  bool establishing = false;  // establish() was called: its user_established is due
   bool destroy_called = false;
-  int destroyed_runs = 0;               // on_destroyed calls
+  int destroyed_runs = 0;                          // on_destroyed calls
   std::optional<ConnectionInfo> established_info;  // what connection_info said at establishment
-  std::vector<std::string> history;     // events and calls in order, for failure messages
+  std::vector<std::string> history;  // events and calls in order, for failure messages
 };
 
 class InvariantChecker {
@@ -163,7 +180,9 @@ class InvariantChecker {
   template <class Run>
   Status call(Endpoint& ep, Call what, Run&& run) {
     const std::optional<Phase> next = after_call(ep, what);
-    const Status expected = ep.destroy_called ? Status::stale_id : next ? Status::ok : Status::invalid_state;
+    const Status expected = ep.destroy_called ? Status::stale_id
+                            : next            ? Status::ok
+                                              : Status::invalid_state;
     const bool pending = ep.establishing;  // a polled endpoint's user_established still queued
     if (what == Call::establish) ep.establishing = true;
     const Status got = run();
@@ -171,8 +190,8 @@ class InvariantChecker {
     ep.establishing = pending || (what == Call::establish && ep.polled && got == Status::ok);
     ep.history.push_back(std::string(name(what)) + ":" + std::string(to_string(got)));
     if (got != expected) {
-      violation(&ep, std::string(name(what)) + " returned " + std::string(to_string(got)) + ", the model expected " +
-                         std::string(to_string(expected)));
+      violation(&ep, std::string(name(what)) + " returned " + std::string(to_string(got)) +
+                         ", the model expected " + std::string(to_string(expected)));
       return got;
     }
     if (got != Status::ok) return got;
@@ -199,7 +218,8 @@ class InvariantChecker {
 
   // Destroys `ep` through its engine and checks destroy's contract.
   Status destroy(Endpoint& ep) {
-    const bool in_own_callback = std::find(in_callback_.begin(), in_callback_.end(), &ep) != in_callback_.end();
+    const bool in_own_callback =
+        std::find(in_callback_.begin(), in_callback_.end(), &ep) != in_callback_.end();
     const Status expected = ep.destroy_called ? Status::stale_id : Status::ok;
     const bool first = !ep.destroy_called;
     ep.destroy_called = true;
@@ -211,7 +231,8 @@ class InvariantChecker {
     // Outside its callback (always, for a polled endpoint) on_destroyed runs before destroy
     // returns; inside, after the callback.
     if (ep.destroyed_runs != (in_own_callback ? 0 : 1)) {
-      violation(&ep, "on_destroyed ran " + std::to_string(ep.destroyed_runs) + " times by destroy's return");
+      violation(&ep, "on_destroyed ran " + std::to_string(ep.destroyed_runs) +
+                         " times by destroy's return");
     }
     ConnectionInfo info;
     if (engine(ep.side).connection_info(ep.id, info) != Status::stale_id) {
@@ -225,7 +246,8 @@ class InvariantChecker {
   void check_all_released() {
     for (Endpoint& ep : endpoints_) {
       if (!ep.destroy_called) violation(&ep, "never destroyed");
-      if (ep.destroyed_runs != 1) violation(&ep, "on_destroyed ran " + std::to_string(ep.destroyed_runs) + " times");
+      if (ep.destroyed_runs != 1)
+        violation(&ep, "on_destroyed ran " + std::to_string(ep.destroyed_runs) + " times");
       if (ep.outcome == Outcome::none) violation(&ep, "no outcome");
     }
   }
@@ -293,7 +315,8 @@ class InvariantChecker {
     ep.id = id;
     ep.conn = conn;
     ep.phase = phase;
-    if (!by_id_.emplace(std::pair{side, id.raw}, &ep).second) violation(&ep, "an Id was issued twice");
+    if (!by_id_.emplace(std::pair{side, id.raw}, &ep).second)
+      violation(&ep, "an Id was issued twice");
     return ep;
   }
 
@@ -301,7 +324,8 @@ class InvariantChecker {
     auto* ep = static_cast<Endpoint*>(ctx);
     ++ep->destroyed_runs;
     if (!ep->destroy_called) ep->checker->violation(ep, "on_destroyed without destroy");
-    if (ep->checker->in_callback(*ep)) ep->checker->violation(ep, "on_destroyed while its callback runs");
+    if (ep->checker->in_callback(*ep))
+      ep->checker->violation(ep, "on_destroyed while its callback runs");
   }
 
   void enter(Endpoint& ep, Phase next) {
@@ -323,13 +347,18 @@ class InvariantChecker {
     const Phase p = ep.phase;
     switch (e.type) {
       case EventType::mra_received:
-        if ((p != Phase::connecting && p != Phase::rep_sent) || ep.mra_received) return std::nullopt;
+        if ((p != Phase::connecting && p != Phase::rep_sent) || ep.mra_received)
+          return std::nullopt;
         ep.mra_received = true;
         return p;
-      case EventType::rep_received: return p == Phase::connecting ? std::optional(Phase::rep_rcvd) : std::nullopt;
-      case EventType::req_error: return p == Phase::connecting ? std::optional(Phase::done) : std::nullopt;
-      case EventType::rep_error: return p == Phase::rep_sent ? std::optional(Phase::timewait) : std::nullopt;
-      case EventType::rtu_received: return p == Phase::rep_sent ? std::optional(Phase::established) : std::nullopt;
+      case EventType::rep_received:
+        return p == Phase::connecting ? std::optional(Phase::rep_rcvd) : std::nullopt;
+      case EventType::req_error:
+        return p == Phase::connecting ? std::optional(Phase::done) : std::nullopt;
+      case EventType::rep_error:
+        return p == Phase::rep_sent ? std::optional(Phase::timewait) : std::nullopt;
+      case EventType::rtu_received:
+        return p == Phase::rep_sent ? std::optional(Phase::established) : std::nullopt;
       case EventType::user_established:
         if (!ep.establishing) return std::nullopt;
         if (ep.polled) return p;  // establish() already moved it
@@ -343,17 +372,23 @@ class InvariantChecker {
           return stale ? Phase::timewait : Phase::done;
         }
         // Established: our RTU never arrived and the passive side gave up on its REP.
-        if (p == Phase::rep_rcvd || p == Phase::established || p == Phase::dreq_sent) return Phase::timewait;
+        if (p == Phase::rep_rcvd || p == Phase::established || p == Phase::dreq_sent)
+          return Phase::timewait;
         return std::nullopt;
       }
       case EventType::dreq_received:
-        if (p == Phase::rep_sent || p == Phase::established || p == Phase::dreq_sent) return Phase::dreq_rcvd;
+        if (p == Phase::rep_sent || p == Phase::established || p == Phase::dreq_sent)
+          return Phase::dreq_rcvd;
         return std::nullopt;
       case EventType::drep_received:
-        return p == Phase::dreq_sent || p == Phase::dreq_rcvd ? std::optional(Phase::timewait) : std::nullopt;
-      case EventType::dreq_error: return p == Phase::dreq_sent ? std::optional(Phase::timewait) : std::nullopt;
-      case EventType::timewait_exit: return p == Phase::timewait ? std::optional(Phase::done) : std::nullopt;
-      default: return std::nullopt;  // req_received is handled by begin_event; LAP and SIDR are not used
+        return p == Phase::dreq_sent || p == Phase::dreq_rcvd ? std::optional(Phase::timewait)
+                                                              : std::nullopt;
+      case EventType::dreq_error:
+        return p == Phase::dreq_sent ? std::optional(Phase::timewait) : std::nullopt;
+      case EventType::timewait_exit:
+        return p == Phase::timewait ? std::optional(Phase::done) : std::nullopt;
+      default:
+        return std::nullopt;  // req_received is handled by begin_event; LAP and SIDR are not used
     }
   }
 
@@ -375,18 +410,26 @@ class InvariantChecker {
   static std::optional<Phase> after_call(const Endpoint& ep, Call c) {
     const Phase p = ep.phase;
     switch (c) {
-      case Call::send_req: return p == Phase::fresh ? std::optional(Phase::connecting) : std::nullopt;
-      case Call::send_rep: return p == Phase::req_rcvd ? std::optional(Phase::rep_sent) : std::nullopt;
-      case Call::send_rtu: return p == Phase::rep_rcvd ? std::optional(Phase::established) : std::nullopt;
+      case Call::send_req:
+        return p == Phase::fresh ? std::optional(Phase::connecting) : std::nullopt;
+      case Call::send_rep:
+        return p == Phase::req_rcvd ? std::optional(Phase::rep_sent) : std::nullopt;
+      case Call::send_rtu:
+        return p == Phase::rep_rcvd ? std::optional(Phase::established) : std::nullopt;
       case Call::send_rej:
-        if (p == Phase::connecting || p == Phase::req_rcvd || p == Phase::rep_rcvd) return Phase::done;
+        if (p == Phase::connecting || p == Phase::req_rcvd || p == Phase::rep_rcvd)
+          return Phase::done;
         if (p == Phase::rep_sent) return Phase::timewait;  // our REP went out: the ID rests first
         return std::nullopt;
       case Call::send_mra:
-        return (p == Phase::req_rcvd || p == Phase::rep_rcvd) && !ep.mra_sent ? std::optional(p) : std::nullopt;
-      case Call::send_dreq: return p == Phase::established ? std::optional(Phase::dreq_sent) : std::nullopt;
-      case Call::send_drep: return p == Phase::dreq_rcvd ? std::optional(Phase::timewait) : std::nullopt;
-      case Call::establish: return p == Phase::rep_sent ? std::optional(Phase::established) : std::nullopt;
+        return (p == Phase::req_rcvd || p == Phase::rep_rcvd) && !ep.mra_sent ? std::optional(p)
+                                                                              : std::nullopt;
+      case Call::send_dreq:
+        return p == Phase::established ? std::optional(Phase::dreq_sent) : std::nullopt;
+      case Call::send_drep:
+        return p == Phase::dreq_rcvd ? std::optional(Phase::timewait) : std::nullopt;
+      case Call::establish:
+        return p == Phase::rep_sent ? std::optional(Phase::established) : std::nullopt;
     }
     return std::nullopt;
   }
