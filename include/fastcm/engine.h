@@ -106,8 +106,9 @@ class Engine {
 
   // Destroys the endpoint or listen: the protocol side follows the spec (REJ before
   // establishment, DREQ when established, then time-wait before the ID is reused). Returns at once;
-  // no callback for `id` starts afterwards, nor does poll return an event for it; `on_destroyed(ctx)`
-  // runs exactly once, after any callback in flight has returned. Errors: stale_id.
+  // no callback for `id` starts afterwards, nor does poll return an event for it;
+  // `on_destroyed(ctx)` runs exactly once, after any callback in flight has returned.
+  // Errors: stale_id.
   using DestroyedFn = void (*)(void* ctx);
   virtual Status destroy(Id id, DestroyedFn on_destroyed = nullptr, void* ctx = nullptr) = 0;
 
