@@ -1,6 +1,7 @@
 // Destroy in every state (DESIGN.md "Destroy without blocking"; IBTA Vol. 1 12.9.8.7): what goes
 // on the wire, what the other side hears, that on_destroyed runs exactly once and no event for
 // the Id follows, and that every endpoint slot and pooled MAD comes back.
+#include <algorithm>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -33,16 +34,24 @@ struct DestroyCase {
 const DestroyCase kCases[] = {
     {EndpointState::idle, {}, {}},
     // Before establishment: REJ. An active side still waiting for the REP times out its REQ...
-    {EndpointState::req_sent, CmMessageKind::rej, EventType::rej_received, kRejTimeout, kRejectsNone, true},
-    {EndpointState::mra_req_rcvd, CmMessageKind::rej, EventType::rej_received, kRejTimeout, kRejectsNone, true},
+    {EndpointState::req_sent, CmMessageKind::rej, EventType::rej_received, kRejTimeout,
+     kRejectsNone, true},
+    {EndpointState::mra_req_rcvd, CmMessageKind::rej, EventType::rej_received, kRejTimeout,
+     kRejectsNone, true},
     // ...once a REQ (or REP) was received, the consumer rejects it.
-    {EndpointState::req_rcvd, CmMessageKind::rej, EventType::rej_received, kRejConsumer, kRejectsReq},
-    {EndpointState::mra_req_sent, CmMessageKind::rej, EventType::rej_received, kRejConsumer, kRejectsReq},
-    {EndpointState::rep_sent, CmMessageKind::rej, EventType::rej_received, kRejConsumer, kRejectsNone},
-    {EndpointState::rep_rcvd, CmMessageKind::rej, EventType::rej_received, kRejConsumer, kRejectsRep},
-    {EndpointState::mra_rep_sent, CmMessageKind::rej, EventType::rej_received, kRejConsumer, kRejectsRep},
-    {EndpointState::mra_rep_rcvd, CmMessageKind::rej, EventType::rej_received, kRejConsumer, kRejectsNone},
-    // Established: DREQ; a pending DREQ: DREP; already leaving: the DREQ retries or time-wait run on.
+    {EndpointState::req_rcvd, CmMessageKind::rej, EventType::rej_received, kRejConsumer,
+     kRejectsReq},
+    {EndpointState::mra_req_sent, CmMessageKind::rej, EventType::rej_received, kRejConsumer,
+     kRejectsReq},
+    {EndpointState::rep_sent, CmMessageKind::rej, EventType::rej_received, kRejConsumer,
+     kRejectsNone},
+    {EndpointState::rep_rcvd, CmMessageKind::rej, EventType::rej_received, kRejConsumer,
+     kRejectsRep},
+    {EndpointState::mra_rep_sent, CmMessageKind::rej, EventType::rej_received, kRejConsumer,
+     kRejectsRep},
+    {EndpointState::mra_rep_rcvd, CmMessageKind::rej, EventType::rej_received, kRejConsumer,
+     kRejectsNone},
+    // Established: DREQ; a pending DREQ: DREP; already leaving: its retries or time-wait go on.
     {EndpointState::established_active, CmMessageKind::dreq, EventType::dreq_received},
     {EndpointState::established_passive, CmMessageKind::dreq, EventType::dreq_received},
     {EndpointState::dreq_sent, {}, {}},
@@ -50,7 +59,8 @@ const DestroyCase kCases[] = {
     {EndpointState::timewait, {}, {}},
     // SIDR: the requester simply forgets; a pending request is answered "rejected".
     {EndpointState::sidr_req_sent, {}, {}},
-    {EndpointState::sidr_req_rcvd, CmMessageKind::sidr_rep, EventType::sidr_rep_received, 0, 0, false, kSidrRejected},
+    {EndpointState::sidr_req_rcvd, CmMessageKind::sidr_rep, EventType::sidr_rep_received, 0, 0,
+     false, kSidrRejected},
 };
 
 // gtest names a failing case by its state rather than by its bytes.
@@ -62,11 +72,13 @@ void count_call(void* n) { ++*static_cast<int*>(n); }
 // a scenario is shown to repeat on recycled slots.
 constexpr EngineConfig kSmallEngine{.max_endpoints = 4, .max_listens = 4, .mad_buffers = 256};
 constexpr int kRounds = 3;
-constexpr std::uint64_t kLongEnough = 100 * Cluster::kSecond;  // every retry, MRA wait and time-wait
+// Past every retry, MRA wait and time-wait of a scenario.
+constexpr std::uint64_t kLongEnough = 100 * Cluster::kSecond;
 
 class DestroyInEveryState : public ::testing::TestWithParam<DestroyCase> {
  protected:
-  DestroyInEveryState() : cluster_(loopback::LoopbackConfig::two_hcas(1), kSmallEngine), setup_(cluster_) {}
+  DestroyInEveryState()
+      : cluster_(loopback::LoopbackConfig::two_hcas(1), kSmallEngine), setup_(cluster_) {}
 
   // One scenario: reach the state, destroy, check, let every timer run out, clean the other end.
   void round() {
@@ -90,7 +102,8 @@ class DestroyInEveryState : public ::testing::TestWithParam<DestroyCase> {
     const PortCounters after = self.port_counters();
     for (std::size_t k = 0; k < kCmMessageKinds; ++k) {
       const bool expected = c.sends && static_cast<std::size_t>(*c.sends) == k;
-      EXPECT_EQ(after.messages[k].sent - before.messages[k].sent, expected ? 1u : 0u) << "message kind " << k;
+      EXPECT_EQ(after.messages[k].sent - before.messages[k].sent, expected ? 1u : 0u)
+          << "message kind " << k;
       EXPECT_EQ(after.messages[k].retried, before.messages[k].retried) << "message kind " << k;
     }
 
@@ -100,7 +113,8 @@ class DestroyInEveryState : public ::testing::TestWithParam<DestroyCase> {
     cluster_.run_for(kLongEnough);
     EXPECT_EQ(destroyed, 1);
     for (std::size_t i = self_mark; i < self.events().size(); ++i) {
-      EXPECT_NE(self.events()[i].id, r.target) << "event " << static_cast<int>(self.events()[i].type);
+      EXPECT_NE(self.events()[i].id, r.target)
+          << "event " << static_cast<int>(self.events()[i].type);
     }
     if (!r.peer.empty()) {
       EXPECT_EQ(other.engine().destroy(r.peer), Status::ok);
@@ -111,7 +125,8 @@ class DestroyInEveryState : public ::testing::TestWithParam<DestroyCase> {
     EXPECT_EQ(other.engine().mad_buffers_in_use(), 0u);
   }
 
-  void check_peer_heard(const DestroyCase& c, const Reached& r, const Peer& other, std::size_t mark) {
+  void check_peer_heard(const DestroyCase& c, const Reached& r, const Peer& other,
+                        std::size_t mark) {
     std::vector<RecordedEvent> heard;
     for (std::size_t i = mark; i < other.events().size(); ++i) heard.push_back(other.events()[i]);
     ASSERT_EQ(heard.size(), 1u);
@@ -150,7 +165,9 @@ TEST_P(DestroyInEveryState, FollowsTheProtocolAndGivesEverythingBack) {
   for (Peer* peer : {&cluster_.server(), &cluster_.client()}) {
     EXPECT_EQ(peer->port_counters().dropped(DropReason::no_resources), 0u);
     std::vector<Id> ids(kSmallEngine.max_endpoints);
-    for (Id& id : ids) EXPECT_EQ(peer->engine().create_id(peer->delivery(), nullptr, id), Status::ok);
+    for (Id& id : ids) {
+      EXPECT_EQ(peer->engine().create_id(peer->delivery(), nullptr, id), Status::ok);
+    }
     Id one_more;
     EXPECT_EQ(peer->engine().create_id(peer->delivery(), nullptr, one_more), Status::no_resources);
   }
@@ -164,9 +181,12 @@ INSTANTIATE_TEST_SUITE_P(States, DestroyInEveryState, ::testing::ValuesIn(kCases
 // Destroy from inside callbacks: the Id's own, and another endpoint's.
 class DestroyFromCallback : public ::testing::Test {
  protected:
-  DestroyFromCallback() : cluster_(loopback::LoopbackConfig::two_hcas(1), kSmallEngine), setup_(cluster_) {}
+  DestroyFromCallback()
+      : cluster_(loopback::LoopbackConfig::two_hcas(1), kSmallEngine), setup_(cluster_) {}
 
-  static void log_destroyed(void* log) { static_cast<std::vector<std::string>*>(log)->push_back("on_destroyed"); }
+  static void log_destroyed(void* log) {
+    static_cast<std::vector<std::string>*>(log)->push_back("on_destroyed");
+  }
 
   Cluster cluster_;
   StateSetup setup_;
@@ -183,7 +203,8 @@ TEST_F(DestroyFromCallback, OwnCallbackRunsOnDestroyedOnlyAfterItReturned) {
     log_.push_back("callback returns");
   };
   const Reached r = setup_.reach(EndpointState::rep_rcvd);
-  EXPECT_EQ(log_, (std::vector<std::string>{"callback", "ok", "stale_id", "callback returns", "on_destroyed"}));
+  EXPECT_EQ(log_, (std::vector<std::string>{"callback", "ok", "stale_id", "callback returns",
+                                            "on_destroyed"}));
 
   // The protocol side ran as from outside: the REP is rejected by the consumer.
   const auto rejs = cluster_.server().of(EventType::rej_received);

@@ -39,7 +39,8 @@ class Release : public ConnectScenario {
 
   // Loses every MAD of `attr` that `hca` sends.
   void lose(std::uint16_t attr, std::uint16_t hca) {
-    cluster_.fabric().set_fault(loopback::FaultRule{.from = loopback::PortRef{hca, 0}, .attr_id = attr, .loss_pct = 100});
+    cluster_.fabric().set_fault(
+        loopback::FaultRule{.from = loopback::PortRef{hca, 0}, .attr_id = attr, .loss_pct = 100});
   }
 
   // Nothing either side counted as an error or a drop other than `allowed`.
@@ -159,7 +160,8 @@ TEST_F(Release, DreqForAConnectionTheServerForgotIsAnsweredWithDrep) {
   lose(kDreqAttr, kServerHca);
   const std::size_t server_events = server().events().size();
   int destroyed = 0;
-  ASSERT_EQ(server().engine().destroy(server_id_, [](void* n) { ++*static_cast<int*>(n); }, &destroyed),
+  ASSERT_EQ(server().engine().destroy(
+                server_id_, [](void* n) { ++*static_cast<int*>(n); }, &destroyed),
             Status::ok);
   cluster_.run_for(10 * Cluster::kSecond);
   EXPECT_EQ(destroyed, 1);

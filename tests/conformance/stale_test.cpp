@@ -21,7 +21,8 @@ constexpr EngineConfig kSmallEngine{.max_endpoints = 16, .mad_buffers = 256};
 // DREP; `second` sends a REQ from another client endpoint.
 class Stale : public ConnectScenario {
  protected:
-  explicit Stale(EngineConfig config = kSmallEngine) : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), config) {}
+  explicit Stale(EngineConfig config = kSmallEngine)
+      : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), config) {}
 
   void SetUp() override {
     ConnectScenario::SetUp();
@@ -54,12 +55,14 @@ class Stale : public ConnectScenario {
   }
 
   void lose(std::uint16_t attr, std::uint16_t hca) {
-    cluster_.fabric().set_fault(loopback::FaultRule{.from = loopback::PortRef{hca, 0}, .attr_id = attr, .loss_pct = 100});
+    cluster_.fabric().set_fault(
+        loopback::FaultRule{.from = loopback::PortRef{hca, 0}, .attr_id = attr, .loss_pct = 100});
   }
 
   [[nodiscard]] std::size_t events_of(Peer& peer, Id id) const {
     return static_cast<std::size_t>(
-        std::count_if(peer.events().begin(), peer.events().end(), [id](const RecordedEvent& e) { return e.id == id; }));
+        std::count_if(peer.events().begin(), peer.events().end(),
+                      [id](const RecordedEvent& e) { return e.id == id; }));
   }
 
   Id first_;
@@ -127,7 +130,8 @@ TEST_F(Stale, ReqFromTheSameQpIsAcceptedOnceTimewaitEnded) {
   ASSERT_EQ(client().engine().send_req(again, req_params()), Status::ok);
   cluster_.run_for(Cluster::kSecond / 100);
   ASSERT_EQ(server().count(EventType::req_received), 2u);
-  EXPECT_EQ(std::get<ReqReceived>(server().of(EventType::req_received)[1].params).remote_qpn, kClientQpn);
+  EXPECT_EQ(std::get<ReqReceived>(server().of(EventType::req_received)[1].params).remote_qpn,
+            kClientQpn);
   EXPECT_EQ(state_of(client(), again), "established");
   EXPECT_EQ(state_of(server(), server_id_), "established");
   EXPECT_NE(server_id_, first_server_);
@@ -168,7 +172,8 @@ TEST_F(Stale, RepFromTheQpOfAnEstablishedConnectionIsRejectedAndTheOldOneDisconn
 // Two endpoints per engine, so that which slot is in use shows through create_id.
 class StaleIds : public Stale {
  protected:
-  StaleIds() : Stale(EngineConfig{.max_endpoints = 2, .mad_buffers = 256, .auto_mra_fraction = 0}) {}
+  StaleIds()
+      : Stale(EngineConfig{.max_endpoints = 2, .mad_buffers = 256, .auto_mra_fraction = 0}) {}
 
   // Fills the engine's table: the slot freed last is the second one taken (FIFO reuse).
   void fill(Peer& peer, std::array<Id, 2>& out) {

@@ -38,14 +38,22 @@ enum class EndpointState : std::uint8_t {
   sidr_req_rcvd,
 };
 
-inline constexpr std::array kEveryEndpointState = {
-    EndpointState::idle,          EndpointState::req_sent,           EndpointState::mra_req_rcvd,
-    EndpointState::req_rcvd,      EndpointState::mra_req_sent,       EndpointState::rep_sent,
-    EndpointState::rep_rcvd,      EndpointState::mra_rep_sent,       EndpointState::mra_rep_rcvd,
-    EndpointState::established_active, EndpointState::established_passive, EndpointState::dreq_sent,
-    EndpointState::dreq_rcvd,     EndpointState::timewait,           EndpointState::sidr_req_sent,
-    EndpointState::sidr_req_rcvd,
-};
+inline constexpr std::array kEveryEndpointState = {EndpointState::idle,
+                                                   EndpointState::req_sent,
+                                                   EndpointState::mra_req_rcvd,
+                                                   EndpointState::req_rcvd,
+                                                   EndpointState::mra_req_sent,
+                                                   EndpointState::rep_sent,
+                                                   EndpointState::rep_rcvd,
+                                                   EndpointState::mra_rep_sent,
+                                                   EndpointState::mra_rep_rcvd,
+                                                   EndpointState::established_active,
+                                                   EndpointState::established_passive,
+                                                   EndpointState::dreq_sent,
+                                                   EndpointState::dreq_rcvd,
+                                                   EndpointState::timewait,
+                                                   EndpointState::sidr_req_sent,
+                                                   EndpointState::sidr_req_rcvd};
 
 // A name usable in test names and table rows.
 [[nodiscard]] constexpr std::string_view label(EndpointState s) noexcept {
@@ -102,10 +110,14 @@ class StateSetup {
     EXPECT_EQ(cluster_.server().engine().listen(lp, listen_), Status::ok);
   }
 
-  [[nodiscard]] Peer& on(Host h) { return h == Host::client ? cluster_.client() : cluster_.server(); }
+  [[nodiscard]] Peer& on(Host h) {
+    return h == Host::client ? cluster_.client() : cluster_.server();
+  }
   [[nodiscard]] Peer& across(Host h) { return on(other(h)); }
   [[nodiscard]] Engine& engine_on(Host h) { return on(h).engine(); }
-  [[nodiscard]] static Host other(Host h) { return h == Host::client ? Host::server : Host::client; }
+  [[nodiscard]] static Host other(Host h) {
+    return h == Host::client ? Host::server : Host::client;
+  }
 
   // A new exchange with one endpoint in `state`. Every step is checked with EXPECT, so a setup
   // the engine refuses fails the test that asked for it.
@@ -207,7 +219,8 @@ class StateSetup {
   }
   // The client's endpoint when `client_side`, the server's otherwise.
   static Reached pick(bool client_side, Id client, Id server) {
-    return client_side ? Reached{Host::client, client, server} : Reached{Host::server, server, client};
+    return client_side ? Reached{Host::client, client, server}
+                       : Reached{Host::server, server, client};
   }
 
   Cluster& cluster_;
