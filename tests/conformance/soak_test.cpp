@@ -23,6 +23,7 @@
 
 #include "tests/conformance/harness.h"
 #include "tests/conformance/invariant_checker.h"
+#include "tests/conformance/scenario.h"
 #include "tests/conformance/soak_checks.h"
 #include "tests/conformance/soak_plan.h"
 
@@ -605,6 +606,57 @@ INSTANTIATE_TEST_SUITE_P(Seeds, Soak,
                          [](const ::testing::TestParamInfo<SoakCase>& param) {
                            return "seed" + std::to_string(param.param.seed & 0xFFFF);
                          });
+
+// The soak cannot starve an engine of MADs (the harness must receive every MAD that is due), so
+// "nothing leaks" under a tight pool is checked here, with the smallest pool an engine takes.
+class TightPool : public ConnectScenario {
+ protected:
+  TightPool() : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), config()) {}
+  static EngineConfig config() {
+    EngineConfig c;
+    c.mad_buffers = 32;  // Engine::create's minimum: one receive burst
+    c.max_endpoints = 48;
+    return c;
+  }
+};
+
+// A callback can answer the MAD it was handed: the burst's unfilled buffers went back first.
+TEST_F(TightPool, CallbacksAnswerFromTheSmallestPool) {
+  connect();
+  cluster_.run_for(Cluster::kSecond);
+  EXPECT_EQ(state_of(client(), client_id_), "established");
+  EXPECT_EQ(state_of(server(), server_id_), "established");
+}
+
+// Destroying an established endpoint when no MAD is left for its DREQ still frees it after
+// time-wait, with its MADs.
+TEST_F(TightPool, DestroyWithoutAMadForTheDreqStillFreesTheEndpoint) {
+  connect();
+  cluster_.run_for(Cluster::kSecond);
+  ASSERT_EQ(state_of(client(), client_id_), "established");
+  ReqParams to_nowhere = req_params();  // each REQ keeps its MAD for retries
+  to_nowhere.primary.remote_lid = 0x0F00;
+  std::vector<Id> waiting;
+  for (Status s = Status::ok; s == Status::ok;) {
+    Id id;
+    ASSERT_EQ(client().engine().create_id(client().delivery(), nullptr, id), Status::ok);
+    to_nowhere.qpn = 0x100 + static_cast<Qpn>(waiting.size());
+    s = client().engine().send_req(id, to_nowhere);
+    waiting.push_back(id);
+  }
+  ASSERT_EQ(client().engine().mad_buffers_in_use(), config().mad_buffers);
+  ASSERT_EQ(client().engine().destroy(client_id_), Status::ok);
+  for (Id id : waiting) ASSERT_EQ(client().engine().destroy(id), Status::ok);
+  cluster_.run_for(60 * Cluster::kSecond);
+  EXPECT_EQ(client().engine().mad_buffers_in_use(), 0u);
+  std::vector<Id> all;
+  Id id;
+  while (all.size() <= config().max_endpoints &&
+         client().engine().create_id(client().delivery(), nullptr, id) == Status::ok) {
+    all.push_back(id);
+  }
+  EXPECT_EQ(all.size(), config().max_endpoints);
+}
 
 }  // namespace
 }  // namespace fastcm::test::soak
