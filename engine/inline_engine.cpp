@@ -148,13 +148,11 @@ class InlineEngine final : public Engine, private engine::Outbox {
       packets[have] = &bufs[have]->packet;
     }
     const std::size_t n = fabric_.recv_burst(port_index, std::span<MadPacket* const>(packets.data(), have));
-    for (std::size_t i = 0; i < have; ++i) {
-      if (i < n) {
-        bufs[i]->packet.addr.port_index = port_index;
-        protocol_.on_mad(bufs[i]);  // takes the reference
-      } else {
-        engine::release(pool_, bufs[i]);
-      }
+    // Unfilled buffers go back before any handler runs: a callback answering a MAD needs one.
+    for (std::size_t i = n; i < have; ++i) engine::release(pool_, bufs[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      bufs[i]->packet.addr.port_index = port_index;
+      protocol_.on_mad(bufs[i]);  // takes the reference
     }
     return n;
   }

@@ -188,7 +188,11 @@ void Protocol::abandon(Cep& cep) noexcept {
     case CepState::mra_rep_sent:
     case CepState::rep_sent:
     case CepState::mra_rep_rcvd: reject(cep, mad::RejReason::consumer_reject, {}, {}); break;
-    case CepState::established: (void)disconnect(cep, {}); break;
+    case CepState::established:
+      // Out of MADs for the DREQ: leave as after unanswered DREQs (12.9.8.4) rather than stay
+      // established with nobody to tell; the peer's own DREQ is answered from time-wait.
+      if (!disconnect(cep, {})) enter_timewait(cep);
+      break;
     case CepState::dreq_rcvd: answer_dreq(cep, {}); break;
     case CepState::dreq_sent:
     case CepState::timewait: break;  // the running timer finishes the job
