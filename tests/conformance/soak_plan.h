@@ -1,5 +1,5 @@
 // The soak's script (soak_test.cpp): what the two applications of each connection will do, drawn
-// from a seed, and the private data each of their messages carries.
+// from a seed, the REQ that opens it, and the private data each of its messages carries.
 #pragma once
 
 #include <algorithm>
@@ -12,12 +12,25 @@
 #include <vector>
 
 #include "fastcm/params.h"
+#include "tests/conformance/harness.h"
 #include "tests/conformance/invariant_checker.h"
 
 namespace fastcm::test::soak {
 
 inline constexpr std::uint64_t kUs = 1'000;
 inline constexpr std::uint64_t kMs = 1'000'000;
+
+// Services: two listens (callback and poll delivery), and one nobody listens on.
+inline constexpr std::uint64_t kListenedService = 0x1000'0000'0000'5000;
+inline constexpr std::uint64_t kPolledService = 0x1000'0000'0000'5001;
+inline constexpr std::uint64_t kUnlistenedService = 0x1000'0000'0000'6000;
+
+// 16.8 ms: above the delays of the tame cases; the wild ones hold some MADs up to 400 ms, as a
+// misbehaving fabric would, and late copies then meet endpoints long gone or reused.
+inline constexpr std::uint8_t kPacketLifeTime = 12;
+inline constexpr std::uint8_t kCmResponseTimeout = 16;  // 268 ms; the engine MRAs after half of it
+inline constexpr std::uint8_t kMraServiceTimeout = 21;  // 8.6 s, in the script's own MRAs
+inline constexpr std::uint8_t kTargetAckDelay = 14;  // with the packet life time: 100 ms time-wait
 
 // REJ reasons (IBTA Table 112) the script can provoke.
 inline constexpr std::uint16_t kRejNoResources = 3;
@@ -97,6 +110,31 @@ struct Plan {
     return (conn * (s == Side::client ? 7919u : 104729u)) & 0xFFFFFFu;
   }
 };
+
+inline std::uint64_t service_of(const Plan& plan) {
+  return !plan.listened                     ? kUnlistenedService
+         : plan.polled[index(Side::server)] ? kPolledService
+                                            : kListenedService;
+}
+
+// The connection's REQ from the client's chosen port to the server's.
+inline ReqParams request(const Plan& plan, const Cluster& cluster,
+                         std::span<const std::uint8_t> data) {
+  ReqParams p;
+  p.service_id = service_of(plan);
+  p.primary = Cluster::make_path(cluster.client_port(plan.client_port),
+                                 cluster.server_port(plan.server_port));
+  p.primary.packet_life_time = kPacketLifeTime;
+  p.qpn = plan.qpn(Side::client);
+  p.starting_psn = plan.psn(Side::client);
+  p.responder_resources = 4;
+  p.initiator_depth = 4;
+  p.remote_cm_response_timeout = kCmResponseTimeout;
+  p.local_cm_response_timeout = kCmResponseTimeout;
+  p.max_cm_retries = plan.max_cm_retries;
+  p.private_data = data;
+  return p;
+}
 
 // The script's choices, all from one seeded generator (mt19937_64's output is fixed by the
 // standard, so a seed is the same script on every platform).

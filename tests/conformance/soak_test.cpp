@@ -35,18 +35,8 @@ constexpr std::uint64_t kStartWindowNs = 8 * Cluster::kSecond;
 constexpr std::uint64_t kMaxRunNs = 3600 * Cluster::kSecond;  // of virtual time, to catch livelock
 constexpr std::uint32_t kMaxEndpoints = 64;  // per engine, time-wait included: exhaustion happens
 constexpr std::uint32_t kBacklog = 24;  // REQs the server application holds unanswered, at most
-constexpr std::uint64_t kListenedService = 0x1000'0000'0000'5000;
-// The second listen, whose REQs come to the application through an EventQueue.
-constexpr std::uint64_t kPolledService = 0x1000'0000'0000'5001;
-constexpr std::uint64_t kUnlistenedService = 0x1000'0000'0000'6000;
 constexpr std::uint32_t kQueueCapacity = 4096;  // never full here: a full queue would lose events
 constexpr std::uint64_t kPollIntervalNs = 5 * kMs;  // how often the application drains its queues
-// 16.8 ms: above the delays of the tame cases; the wild ones hold some MADs up to 400 ms, as a
-// misbehaving fabric would, and late copies then meet endpoints long gone or reused.
-constexpr std::uint8_t kPacketLifeTime = 12;
-constexpr std::uint8_t kCmResponseTimeout = 16;  // 268 ms; the engine MRAs after half of it
-constexpr std::uint8_t kMraServiceTimeout = 21;  // 8.6 s, in the script's own MRAs
-constexpr std::uint8_t kTargetAckDelay = 14;     // with the packet life time: 100 ms of time-wait
 
 struct SoakCase {
   std::uint64_t seed = 0;
@@ -106,7 +96,7 @@ class SoakRun {
       plan.conn = kConnections + i;  // QPNs no connection of the soak used
       plan.polled[index(Side::server)] = polled;
       plan.max_cm_retries = 0;
-      return req_params(plan, {});
+      return request(plan, cluster_, {});
     };
     check_backlog_is_whole(cluster_, *queues_[index(Side::server)], kBacklog, probe,
                            [this] { drive(); });
@@ -176,33 +166,10 @@ class SoakRun {
     Endpoint& ep = checker_.created(Side::client, id, plan.conn, polled);
     plan.client_ep = &ep;
     const std::vector<std::uint8_t> data = private_data(plan, Side::client, Msg::req);
-    const ReqParams p = req_params(plan, data);
+    const ReqParams p = request(plan, cluster_, data);
     (void)checker_.call(ep, Call::send_req, [&] { return engine(Side::client).send_req(id, p); });
     at(rng_.below(3 * Cluster::kSecond), ep, [this](Endpoint& c) { meddle(c); });
     if (plan.client == ClientPlan::destroy_while_connecting) destroy_at(plan.client_delay_ns, ep);
-  }
-
-  [[nodiscard]] ReqParams req_params(const Plan& plan, std::span<const std::uint8_t> data) const {
-    ReqParams p;
-    p.service_id = service_of(plan);
-    p.primary = Cluster::make_path(cluster_.client_port(plan.client_port),
-                                   cluster_.server_port(plan.server_port));
-    p.primary.packet_life_time = kPacketLifeTime;
-    p.qpn = plan.qpn(Side::client);
-    p.starting_psn = plan.psn(Side::client);
-    p.responder_resources = 4;
-    p.initiator_depth = 4;
-    p.remote_cm_response_timeout = kCmResponseTimeout;
-    p.local_cm_response_timeout = kCmResponseTimeout;
-    p.max_cm_retries = plan.max_cm_retries;
-    p.private_data = data;
-    return p;
-  }
-
-  [[nodiscard]] static std::uint64_t service_of(const Plan& plan) {
-    return !plan.listened                     ? kUnlistenedService
-           : plan.polled[index(Side::server)] ? kPolledService
-                                              : kListenedService;
   }
 
   void on_event(Side side, const Event& e) {
