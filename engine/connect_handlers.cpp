@@ -1,4 +1,5 @@
-// Connection establishment (IBTA Vol. 1 12.6): REQ, MRA, REJ, REP and RTU, received and sent.
+// Connection establishment (IBTA Vol. 1 12.6): REQ, REJ, REP and RTU, received and sent (MRA is in
+// mra_handlers.cpp).
 #include <algorithm>
 
 #include "engine/cm_timeouts.h"
@@ -6,21 +7,12 @@
 #include "engine/path_convert.h"
 #include "engine/path_validation.h"
 #include "engine/port_lookup.h"
+#include "engine/private_data.h"
 #include "engine/protocol.h"
 
 namespace fastcm::engine {
 
 namespace {
-
-template <std::size_t N>
-bool fits(std::span<const std::uint8_t> data) noexcept {
-  return data.size() <= N;
-}
-
-template <std::size_t N>
-void copy_private(std::array<std::uint8_t, N>& to, std::span<const std::uint8_t> from) noexcept {
-  std::copy_n(from.begin(), std::min(N, from.size()), to.begin());
-}
 
 bool valid_req_params(const ReqParams& p) noexcept {
   return fits<kMaxReqPrivateData>(p.private_data) && p.qpn < (1u << 24) && p.starting_psn < (1u << 24) &&
@@ -69,7 +61,7 @@ Status Protocol::send_req(Id id, const ReqParams& p) noexcept {
   req.srq = p.srq;
   req.primary = to_wire_path(p.primary, local_port.ca.local_ca_ack_delay);
   if (p.alternate) req.alternate = to_wire_path(*p.alternate, local_port.ca.local_ca_ack_delay);
-  copy_private(req.private_data, p.private_data);
+  copy_into(req.private_data, p.private_data);
 
   cep->active = true;
   cep->port_index = *port_index;
@@ -259,85 +251,6 @@ void Protocol::apply_backlog_policy(const MadBuf& buf, const mad::MadHeader& hdr
   }
 }
 
-// ---- MRA ---------------------------------------------------------------------------------------
-
-Status Protocol::send_mra(Id id, const MraParams& p) noexcept {
-  Cep* cep = find_user(id);
-  if (cep == nullptr) return Status::stale_id;
-  if (!fits<kMaxMraPrivateData>(p.private_data) || p.service_timeout > 31) return Status::invalid_argument;
-  return mra_for(*cep, p);
-}
-
-Status Protocol::mra_for(Cep& cep, const MraParams& p) noexcept {
-  mad::Mra msg;
-  CepState next = cep.state;
-  LapState next_lap = cep.lap_state;
-  switch (cep.state) {
-    case CepState::req_rcvd: next = CepState::mra_req_sent; msg.message_mraed = mad::MessageKind::req; break;
-    case CepState::rep_rcvd: next = CepState::mra_rep_sent; msg.message_mraed = mad::MessageKind::rep; break;
-    case CepState::established:
-      if (cep.lap_state != LapState::lap_rcvd) return Status::invalid_state;
-      next_lap = LapState::mra_lap_sent;
-      msg.message_mraed = mad::MessageKind::lap_or_none;
-      break;
-    default: return Status::invalid_state;
-  }
-  msg.local_comm_id = cep.local_comm_id;
-  msg.remote_comm_id = cep.remote_comm_id;
-  msg.service_timeout = p.service_timeout;
-  copy_private(msg.private_data, p.private_data);
-  if (!send_and_keep(cep, msg)) return Status::no_resources;
-  if (cep.timer_kind == CepTimer::auto_mra) cancel_timer(cep);
-  cep.state = next;
-  cep.lap_state = next_lap;
-  return Status::ok;
-}
-
-void Protocol::on_auto_mra_timeout(Cep& cep) noexcept {
-  // The application is slow: keep the peer from timing out (12.6.6), once per message.
-  MraParams p;
-  p.service_timeout = env_.config.mra_service_timeout;
-  (void)mra_for(cep, p);
-}
-
-void Protocol::on_mra(MadBuf& buf, const mad::MadHeader& hdr, const mad::Mra& mra) {
-  const std::uint16_t port_index = buf.packet.addr.port_index;
-  Cep* cep = find_local(port_index, mra.remote_comm_id);
-  if (cep == nullptr) return;
-  switch (mra.message_mraed) {
-    case mad::MessageKind::req:
-    case mad::MessageKind::rep: {
-      // The state that waits for this message's answer, and the one an MRA extends it into.
-      const bool of_req = mra.message_mraed == mad::MessageKind::req;
-      const CepState waiting = of_req ? CepState::req_sent : CepState::rep_sent;
-      const CepState extended = of_req ? CepState::mra_req_rcvd : CepState::mra_rep_rcvd;
-      if (cep->state == extended) {
-        ++message_counters(port_index, hdr.attribute_id).duplicate;
-        return drop(port_index, DropReason::duplicate);
-      }
-      if (cep->state != waiting) return drop(port_index, DropReason::out_of_state);
-      cep->state = extended;
-      break;
-    }
-    case mad::MessageKind::lap_or_none:
-      if (cep->state == CepState::established && cep->lap_state == LapState::mra_lap_rcvd) {
-        ++message_counters(port_index, hdr.attribute_id).duplicate;
-        return drop(port_index, DropReason::duplicate);
-      }
-      if (cep->state != CepState::established || cep->lap_state != LapState::lap_sent) {
-        return drop(port_index, DropReason::out_of_state);
-      }
-      cep->lap_state = LapState::mra_lap_rcvd;
-      break;
-  }
-  // The peer needs longer: wait its service time before retrying (retries left stay as they are).
-  arm_timer(*cep, CepTimer::retransmit, mra_wait_ns(cep->primary.packet_life_time, mra.service_timeout));
-  keep_received(*cep, buf);
-  Event ev = event_of(EventType::mra_received);
-  ev.params.emplace<MraReceived>(MraReceived{.service_timeout = mra.service_timeout});
-  emit(*cep, ev, &buf);
-}
-
 // ---- REJ ---------------------------------------------------------------------------------------
 
 Status Protocol::send_rej(Id id, const RejParams& p) noexcept {
@@ -373,10 +286,9 @@ void Protocol::reject(Cep& cep, mad::RejReason reason, std::span<const std::uint
                          : rejects_nothing ? mad::MessageKind::lap_or_none
                                            : mad::MessageKind::req;
   rej.reason = reason;
-  const std::size_t n = std::min(ari.size(), rej.ari.size());
-  std::copy_n(ari.begin(), n, rej.ari.begin());
-  rej.rejected_info_length = static_cast<std::uint8_t>(n);
-  copy_private(rej.private_data, private_data);
+  copy_into(rej.ari, ari);
+  rej.rejected_info_length = static_cast<std::uint8_t>(std::min(ari.size(), rej.ari.size()));
+  copy_into(rej.private_data, private_data);
   cancel_timer(cep);
   leave_backlog(cep);
   (void)send_and_keep(cep, rej);
@@ -478,7 +390,7 @@ Status Protocol::send_rep(Id id, const RepParams& p) noexcept {
   rep.srq = p.srq;
   rep.local_ca_guid = local_port.node_guid;
   rep.set_vendor_id(p.ece_vendor_id);
-  copy_private(rep.private_data, p.private_data);
+  copy_into(rep.private_data, p.private_data);
   if (!send_and_keep(*cep, rep)) return Status::no_resources;
   cep->local_qpn = p.qpn;
   cep->remote_psn = p.starting_psn;
@@ -592,7 +504,7 @@ Status Protocol::send_rtu(Id id, std::span<const std::uint8_t> private_data) noe
   mad::Rtu rtu;
   rtu.local_comm_id = cep->local_comm_id;
   rtu.remote_comm_id = cep->remote_comm_id;
-  copy_private(rtu.private_data, private_data);
+  copy_into(rtu.private_data, private_data);
   if (!send_and_keep(*cep, rtu)) return Status::no_resources;  // kept: a duplicate REP resends it
   cancel_timer(*cep);
   cep->state = CepState::established;

@@ -1,7 +1,7 @@
 // Connection release (IBTA Vol. 1 12.7): DREQ and DREP, received and sent, and time-wait.
-#include <algorithm>
 
 #include "engine/cm_timeouts.h"
+#include "engine/private_data.h"
 #include "engine/protocol.h"
 
 namespace fastcm::engine {
@@ -11,8 +11,7 @@ bool Protocol::disconnect(Cep& cep, std::span<const std::uint8_t> private_data) 
   dreq.local_comm_id = cep.local_comm_id;
   dreq.remote_comm_id = cep.remote_comm_id;
   dreq.remote_qpn_eecn = cep.remote_qpn;
-  std::copy_n(private_data.begin(), std::min(private_data.size(), dreq.private_data.size()),
-              dreq.private_data.begin());
+  copy_into(dreq.private_data, private_data);
   cep.transaction_id = next_tid_++ << 32 | cep.local_comm_id;
   if (!send_and_keep(cep, dreq)) return false;
   cep.state = CepState::dreq_sent;
@@ -83,8 +82,7 @@ void Protocol::answer_dreq(Cep& cep, std::span<const std::uint8_t> private_data)
   mad::Drep drep;
   drep.local_comm_id = cep.local_comm_id;
   drep.remote_comm_id = cep.remote_comm_id;
-  std::copy_n(private_data.begin(), std::min(private_data.size(), drep.private_data.size()),
-              drep.private_data.begin());
+  copy_into(drep.private_data, private_data);
   (void)send_and_keep(cep, drep);  // kept: a duplicate DREQ in time-wait gets it again
   enter_timewait(cep);
 }

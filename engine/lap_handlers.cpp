@@ -9,6 +9,7 @@
 
 #include "engine/cm_timeouts.h"
 #include "engine/path_convert.h"
+#include "engine/private_data.h"
 #include "engine/protocol.h"
 
 namespace fastcm::engine {
@@ -46,7 +47,7 @@ Status Protocol::send_lap(Id id, const LapParams& p) noexcept {
   lap.remote_qpn_eecn = cep->remote_qpn;
   lap.remote_cm_response_timeout = p.remote_cm_response_timeout;
   lap.alternate = to_wire_path(p.alternate, local_port.ca.local_ca_ack_delay);
-  std::copy_n(p.private_data.begin(), p.private_data.size(), lap.private_data.begin());
+  copy_into(lap.private_data, p.private_data);
   cep->transaction_id = next_tid_++ << 32 | cep->local_comm_id;
   if (!send_and_keep(*cep, lap)) return Status::no_resources;
   cep->lap_state = LapState::lap_sent;
@@ -119,8 +120,8 @@ Status Protocol::send_apr(Id id, const AprParams& p) noexcept {
   apr.remote_comm_id = cep->remote_comm_id;
   apr.additional_info_length = static_cast<std::uint8_t>(p.info.size());
   apr.ap_status = static_cast<mad::AprStatus>(p.status);
-  std::copy_n(p.info.begin(), p.info.size(), apr.additional_info.begin());
-  std::copy_n(p.private_data.begin(), p.private_data.size(), apr.private_data.begin());
+  copy_into(apr.additional_info, p.info);
+  copy_into(apr.private_data, p.private_data);
   if (!send_and_keep(*cep, apr)) return Status::no_resources;  // kept: a repeated LAP gets it again
   if (cep->timer_kind == CepTimer::auto_mra) cancel_timer(*cep);
   cep->lap_state = LapState::idle;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/mad/codec.h"
+#include "engine/private_data.h"
 #include "engine/mad/units.h"
 
 namespace fastcm::engine {
@@ -253,9 +254,8 @@ void Protocol::reject_unknown(const MadBuf& buf, std::uint64_t tid, std::uint32_
   rej.remote_comm_id = their_comm_id;
   rej.message_rejected = rejected;
   rej.reason = reason;
-  const std::size_t n = std::min(ari.size(), rej.ari.size());
-  std::copy_n(ari.begin(), n, rej.ari.begin());
-  rej.rejected_info_length = static_cast<std::uint8_t>(n);
+  copy_into(rej.ari, ari);
+  rej.rejected_info_length = static_cast<std::uint8_t>(std::min(ari.size(), rej.ari.size()));
   send_reply(buf.packet.addr, tid, rej);
 }
 

@@ -10,6 +10,7 @@
 #include "engine/mad/units.h"
 #include "engine/path_address.h"
 #include "engine/port_lookup.h"
+#include "engine/private_data.h"
 #include "engine/protocol.h"
 
 namespace fastcm::engine {
@@ -43,7 +44,7 @@ Status Protocol::send_sidr_req(Id id, const SidrReqParams& p) noexcept {
   req.request_id = cep->local_comm_id;
   req.partition_key = p.path.pkey;
   req.service_id = p.service_id;
-  std::copy_n(p.private_data.begin(), p.private_data.size(), req.private_data.begin());
+  copy_into(req.private_data, p.private_data);
   cep->active = true;
   cep->port_index = *port_index;
   cep->service_id = p.service_id;
@@ -137,8 +138,8 @@ bool Protocol::answer_sidr_req(Cep& cep, const SidrRepParams& p) noexcept {
   rep.qpn = p.qpn;
   rep.service_id = cep.service_id;
   rep.q_key = p.qkey;
-  std::copy_n(p.info.begin(), p.info.size(), rep.class_port_info.begin());
-  std::copy_n(p.private_data.begin(), p.private_data.size(), rep.private_data.begin());
+  copy_into(rep.class_port_info, p.info);
+  copy_into(rep.private_data, p.private_data);
   if (!send_and_keep(cep, rep)) return false;
   // The exchange is over: nothing will answer a later retransmission of the SIDR_REQ from this
   // endpoint (a late one starts a new exchange), and the application's Id goes stale now.
