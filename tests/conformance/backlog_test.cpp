@@ -26,13 +26,8 @@ static_assert(kFirstAnswer < mad::timeout_exponent_to_ns(16) / 2 && kFirstAnswer
 
 // A listen with room for one unanswered REQ. The first client's REQ fills it and the application
 // sits on it; a second client endpoint (another QP) then asks for the same service.
-// Tables sized for a handful of connections: the default sizes (64 Ki endpoints, 16 Ki MADs per
-// engine) cost far more to set up than these scenarios take to run, most of all under TSan.
-constexpr EngineConfig kSmallEngine{.max_endpoints = 256, .mad_buffers = 1024};
-
 class Backlog : public ConnectScenario {
  protected:
-  Backlog() : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), kSmallEngine) {}
   void SetUp() override {
     ConnectScenario::SetUp();
     // Each accepted REQ gets a QP of its own: two connections to one remote QP would be stale.

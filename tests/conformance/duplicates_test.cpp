@@ -20,13 +20,8 @@ constexpr std::uint16_t kRtuAttr = static_cast<std::uint16_t>(mad::AttrId::rtu);
 // Well inside every wait of the scenario (the automatic MRA comes at 134 ms).
 constexpr std::uint64_t kMoment = 1'000'000;
 
-// Tables sized for a handful of connections: the default sizes (64 Ki endpoints, 16 Ki MADs per
-// engine) cost far more to set up than these scenarios take to run, most of all under TSan.
-constexpr EngineConfig kSmallEngine{.max_endpoints = 256, .mad_buffers = 1024};
-
 class Duplicates : public ConnectScenario {
  protected:
-  Duplicates() : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), kSmallEngine) {}
   // Every MAD of `attr`, in either direction, arrives twice.
   void duplicate_all(std::uint16_t attr) {
     cluster_.fabric().set_fault(loopback::FaultRule{.attr_id = attr, .dup_pct = 100});

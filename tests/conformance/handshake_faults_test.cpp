@@ -45,13 +45,8 @@ std::vector<std::uint8_t> guid_bytes(Guid guid) {
   return out;
 }
 
-// Tables sized for a handful of connections: the default sizes (64 Ki endpoints, 16 Ki MADs per
-// engine) cost far more to set up than these scenarios take to run, most of all under TSan.
-constexpr EngineConfig kSmallEngine{.max_endpoints = 256, .mad_buffers = 1024};
-
 class HandshakeFaults : public ConnectScenario {
  protected:
-  HandshakeFaults() : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), kSmallEngine) {}
   void run_until(std::uint64_t t) { cluster_.run_for(t - cluster_.clock().now_ns()); }
   void lose_all(loopback::PortRef from, std::uint16_t attr) {
     cluster_.fabric().set_fault(

@@ -27,16 +27,12 @@ constexpr std::uint64_t kLateAnswer = 3 * Cluster::kSecond;
 static_assert(kLateAnswer > kRepWait && kRepWait > kReqWait);
 static_assert(kLateAnswer < mra_wait_ns(kClientPacketLifeTime, kServiceTimeout));
 
-// Tables sized for a handful of connections: the default sizes (64 Ki endpoints, 16 Ki MADs per
-// engine) cost far more to set up than these scenarios take to run, most of all under TSan.
-constexpr EngineConfig kSmallEngine{.max_endpoints = 256, .mad_buffers = 1024};
-
 class Mra : public ConnectScenario {
  protected:
-  explicit Mra(EngineConfig config = kSmallEngine)
+  explicit Mra(EngineConfig config = kTestEngine)
       : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), config) {}
   [[nodiscard]] static EngineConfig with_auto_mra_fraction(double fraction) {
-    EngineConfig config = kSmallEngine;
+    EngineConfig config = kTestEngine;
     config.auto_mra_fraction = fraction;
     return config;
   }

@@ -64,8 +64,6 @@ constexpr std::uint64_t kGlobalPrefix = 0x2001'0db8'0000'0001;
 constexpr std::uint32_t kClientPsn = 0x11'1111;
 constexpr std::uint32_t kServerPsn = 0x22'2222;
 constexpr PKey kPKey = 0x8001;  // index 1 in both ports' tables
-// Engines sized for the few connections here: the default tables make setup slow under TSan.
-constexpr EngineConfig kSmallEngine{.max_endpoints = 256, .mad_buffers = 1024};
 
 // Two HCAs whose ports have kSmallCa and a second, global GID at index 1 (so a GRH path can name a
 // source GID other than the default); on `link`.
@@ -143,7 +141,7 @@ AhAttr local_av(Lid dlid, std::uint8_t sl = 5) {
 class QpAttrTest : public ConnectScenario {
  protected:
   explicit QpAttrTest(LinkLayer link = LinkLayer::infiniband)
-      : ConnectScenario(small_ca_fabric(link), kSmallEngine) {}
+      : ConnectScenario(small_ca_fabric(link), kTestEngine) {}
 
   void SetUp() override {
     ConnectScenario::SetUp();

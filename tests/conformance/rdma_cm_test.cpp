@@ -27,9 +27,6 @@ static_assert(static_cast<std::uint16_t>(PortSpace::tcp) == RDMA_PS_TCP);
 static_assert(static_cast<std::uint16_t>(PortSpace::udp) == RDMA_PS_UDP);
 static_assert(static_cast<std::uint16_t>(PortSpace::ib) == RDMA_PS_IB);
 
-// Engines sized for the few connections here: the default tables make setup slow under TSan.
-constexpr EngineConfig kSmallEngine{.max_endpoints = 256, .mad_buffers = 1024};
-
 constexpr std::array<PortSpace, 4> kPortSpaces{PortSpace::ipoib, PortSpace::tcp, PortSpace::udp, PortSpace::ib};
 
 // 2001:db8::<last>
@@ -225,8 +222,6 @@ TEST(RdmaCmHeader, StatusNames) {
 // clients reach; it accepts every REQ (ConnectScenario), the client completes with an RTU.
 class RdmaCmConnect : public ConnectScenario {
  protected:
-  RdmaCmConnect() : ConnectScenario(loopback::LoopbackConfig::two_hcas(1), kSmallEngine) {}
-
   void SetUp() override {
     ConnectScenario::SetUp();
     ListenParams lp;

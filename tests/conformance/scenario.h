@@ -19,7 +19,7 @@ inline constexpr std::uint64_t kServiceId = 0x1000'0000'0000'0042;
 class ConnectScenario : public ::testing::Test {
  protected:
   explicit ConnectScenario(loopback::LoopbackConfig fabric = loopback::LoopbackConfig::two_hcas(1),
-                           EngineConfig config = {})
+                           EngineConfig config = kTestEngine)
       : cluster_(std::move(fabric), config) {}
 
   void SetUp() override {
