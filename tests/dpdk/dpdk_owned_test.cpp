@@ -1,0 +1,199 @@
+// Engine-owned EAL (DpdkRuntime::start_owned) and MadMempool on it. EAL initialises once per
+// process, so main() starts the runtime before the tests and records what the start did.
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <rte_lcore.h>
+#include <sched.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mempool/mad_mempool.h"
+#include "shards/dpdk_runtime.h"
+
+namespace {
+
+using fastcm::engine::MadBuf;
+using fastcm::mempool::MadMempool;
+using fastcm::mempool::MadMempoolConfig;
+using fastcm::shards::DpdkErrc;
+using fastcm::shards::DpdkRuntime;
+
+struct CapturedLog {
+  std::mutex mutex;
+  std::string text;
+};
+
+CapturedLog g_log;
+std::unique_ptr<DpdkRuntime> g_runtime;
+fastcm::shards::DpdkStatus g_start_status;
+cpu_set_t g_affinity_before;
+cpu_set_t g_affinity_after;
+
+void capture(void* ctx, std::string_view text) {
+  auto* log = static_cast<CapturedLog*>(ctx);
+  const std::lock_guard lock(log->mutex);
+  log->text.append(text);
+}
+
+std::unique_ptr<MadMempool> make_pool(const std::string& name, std::uint32_t capacity,
+                                      std::uint32_t cache_size) {
+  std::unique_ptr<MadMempool> pool;
+  const auto status = MadMempool::create(*g_runtime, {name, capacity, cache_size}, &pool);
+  EXPECT_TRUE(status.ok()) << status.message;
+  return pool;
+}
+
+TEST(DpdkOwned, StartSucceedsInEngineOwnedMode) {
+  ASSERT_TRUE(g_start_status.ok()) << g_start_status.message;
+  ASSERT_NE(g_runtime, nullptr);
+  EXPECT_EQ(g_runtime->mode(), DpdkRuntime::Mode::engine_owned);
+  EXPECT_GT(rte_lcore_count(), 0U);
+}
+
+TEST(DpdkOwned, CallerAffinityRestoredAfterInit) {
+  ASSERT_TRUE(g_start_status.ok());
+  EXPECT_TRUE(CPU_EQUAL(&g_affinity_before, &g_affinity_after))
+      << "CPUs before " << CPU_COUNT(&g_affinity_before) << ", after "
+      << CPU_COUNT(&g_affinity_after);
+}
+
+TEST(DpdkOwned, EalLogReachesTheSink) {
+  const std::lock_guard lock(g_log.mutex);
+  EXPECT_NE(g_log.text.find("EAL: "), std::string::npos) << g_log.text;
+}
+
+TEST(DpdkOwned, SecondStartIsAlreadyInitialisedNamingHostMode) {
+  std::unique_ptr<DpdkRuntime> second;
+  const auto status = DpdkRuntime::start_owned({}, &second);
+  EXPECT_EQ(status.code, DpdkErrc::already_initialized);
+  EXPECT_NE(status.message.find("attach_hosted"), std::string::npos) << status.message;
+  EXPECT_EQ(second, nullptr);
+}
+
+TEST(DpdkOwned, InvalidPoolConfigIsRejected) {
+  std::unique_ptr<MadMempool> pool;
+  EXPECT_EQ(MadMempool::create(*g_runtime, {"bad_cap", 0, 0}, &pool).code,
+            DpdkErrc::invalid_argument);
+  EXPECT_EQ(MadMempool::create(*g_runtime, {"bad_cache", 63, 64}, &pool).code,
+            DpdkErrc::invalid_argument);
+  EXPECT_EQ(MadMempool::create(*g_runtime, {"", 63, 0}, &pool).code, DpdkErrc::invalid_argument);
+  EXPECT_EQ(pool, nullptr);
+}
+
+TEST(DpdkOwned, DuplicatePoolNameFailsToCreate) {
+  auto first = make_pool("dup_name", 15, 0);
+  std::unique_ptr<MadMempool> second;
+  const auto status = MadMempool::create(*g_runtime, {"dup_name", 15, 0}, &second);
+  EXPECT_EQ(status.code, DpdkErrc::pool_create_failed);
+  EXPECT_EQ(second, nullptr);
+}
+
+TEST(MadMempool, GetPutExhaustionAndInUse) {
+  constexpr std::uint32_t kCapacity = 15;
+  auto pool = make_pool("get_put", kCapacity, 0);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->capacity(), kCapacity);
+  EXPECT_EQ(pool->in_use(), 0U);
+  std::vector<MadBuf*> bufs;
+  for (std::uint32_t i = 0; i < kCapacity; ++i) {
+    MadBuf* buf = pool->get();
+    ASSERT_NE(buf, nullptr) << i;
+    EXPECT_EQ(buf->refs.load(), 1U);
+    buf->packet.mad[0] = static_cast<std::uint8_t>(i);  // writable, whole element
+    buf->packet.mad[255] = static_cast<std::uint8_t>(i);
+    bufs.push_back(buf);
+  }
+  EXPECT_EQ(pool->in_use(), kCapacity);
+  EXPECT_EQ(pool->get(), nullptr);  // exhausted: null, no allocation
+  EXPECT_EQ(pool->in_use(), kCapacity);
+  for (MadBuf* buf : bufs) fastcm::engine::release(*pool, buf);
+  EXPECT_EQ(pool->in_use(), 0U);
+  MadBuf* again = pool->get();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->refs.load(), 1U);
+  fastcm::engine::release(*pool, again);
+  EXPECT_EQ(pool->in_use(), 0U);
+}
+
+TEST(MadMempool, LastReleaseReturnsTheBuffer) {
+  auto pool = make_pool("release", 7, 0);
+  ASSERT_NE(pool, nullptr);
+  MadBuf* buf = pool->get();
+  ASSERT_NE(buf, nullptr);
+  fastcm::engine::retain(*buf);
+  fastcm::engine::retain(*buf);
+  fastcm::engine::release(*pool, buf);
+  fastcm::engine::release(*pool, buf);
+  EXPECT_EQ(pool->in_use(), 1U);  // one holder left
+  fastcm::engine::release(*pool, buf);
+  EXPECT_EQ(pool->in_use(), 0U);
+  fastcm::engine::release(*pool, nullptr);  // ignored
+  EXPECT_EQ(pool->in_use(), 0U);
+}
+
+TEST(MadMempool, RegisteredThreadsGetAndPutConcurrently) {
+  constexpr std::uint32_t kThreads = 3;
+  constexpr std::uint32_t kPerThread = 64;
+  constexpr std::uint32_t kRounds = 200;
+  constexpr std::uint32_t kCapacity = 511;  // more than kThreads * (kPerThread + cache)
+  auto pool = make_pool("threads", kCapacity, 32);
+  ASSERT_NE(pool, nullptr);
+  std::vector<std::uint32_t> lcores(kThreads, LCORE_ID_ANY);
+  std::vector<std::uint64_t> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (std::uint32_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      if (!g_runtime->register_thread().ok()) {
+        ++failures[t];
+        return;
+      }
+      lcores[t] = rte_lcore_id();
+      std::vector<MadBuf*> held;
+      for (std::uint32_t round = 0; round < kRounds; ++round) {
+        for (std::uint32_t i = 0; i < kPerThread; ++i) {
+          MadBuf* buf = pool->get();
+          if (buf == nullptr || buf->refs.load(std::memory_order_relaxed) != 1) {
+            ++failures[t];
+            continue;
+          }
+          buf->packet.mad[0] = static_cast<std::uint8_t>(t);  // exclusive while held
+          held.push_back(buf);
+        }
+        for (MadBuf* buf : held) {
+          if (buf->packet.mad[0] != t) ++failures[t];
+          fastcm::engine::release(*pool, buf);
+        }
+        held.clear();
+      }
+      g_runtime->unregister_thread();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (std::uint32_t t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(failures[t], 0U) << "thread " << t;
+    EXPECT_NE(lcores[t], LCORE_ID_ANY) << "thread " << t << " got no lcore id";
+  }
+  // Every buffer came back; rte_mempool_in_use_count counts the unregistered lcores' caches too
+  // (those buffers stay there until another thread registers with that lcore id).
+  EXPECT_EQ(pool->in_use(), 0U);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  pthread_getaffinity_np(pthread_self(), sizeof(g_affinity_before), &g_affinity_before);
+  fastcm::shards::DpdkOwnedConfig config;
+  config.log_level = "lib.eal:info";  // so EAL's start-up lines reach the sink
+  config.log = {capture, &g_log};
+  g_start_status = DpdkRuntime::start_owned(config, &g_runtime);
+  pthread_getaffinity_np(pthread_self(), sizeof(g_affinity_after), &g_affinity_after);
+  const int rc = RUN_ALL_TESTS();
+  g_runtime.reset();
+  return rc;
+}
