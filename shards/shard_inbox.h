@@ -1,0 +1,106 @@
+// The inbox of one shard worker: a bounded MPSC queue of pointers (pooled MADs from port pollers,
+// command records from API threads) plus the eventfd an idle shard sleeps on.
+//
+// Thread contract, as in the names:
+//   enqueue_burst / enqueue   any thread, concurrently (multi-producer); never block, never syscall
+//                             unless the consumer is asleep (armed).
+//   dequeue_burst / arm / disarm / wait_burst
+//                             the shard's thread only (single consumer); one thread at a time.
+//   capacity / size / event_fd  any thread.
+//
+// Idle protocol (DESIGN.md, Data flow): the consumer spins briefly (yielding, PLATFORM.md section 5:
+// spinning collapses when a producer is preempted), then arm()s and, when arm() confirms the ring
+// is empty, sleeps on event_fd(). Only a producer that finds the consumer armed writes the eventfd,
+// so the hot path costs no syscall. wait_burst() runs the whole protocol; a shard that also waits
+// on timers uses arm() / event_fd() / disarm() itself.
+//
+// Items are opaque pointers: the inbox never dereferences, owns or frees them. An item enqueued is
+// owned by the inbox until dequeued; one "not enqueued" stays the producer's (the caller counts it
+// and applies its overload policy). Items still inside at destruction are dropped unvisited: the
+// owner drains the inbox before destroying it if they must be returned to a pool.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+struct rte_ring;
+
+namespace fastcm::shards {
+
+class ShardInbox {
+ public:
+  static constexpr std::uint32_t kMaxCapacity = std::uint32_t{1} << 24;
+
+  // Room for exactly `capacity` items (1..kMaxCapacity); `shard` only names the ring. Allocates
+  // here and never again. Throws std::invalid_argument for a capacity out of range,
+  // std::system_error when the ring cannot be initialized or the eventfd cannot be created,
+  // std::bad_alloc.
+  ShardInbox(std::uint32_t capacity, std::uint32_t shard);
+  ~ShardInbox();
+  ShardInbox(const ShardInbox&) = delete;
+  ShardInbox& operator=(const ShardInbox&) = delete;
+
+  // --- Producers: any thread, concurrently.
+
+  // Enqueues the longest prefix of `items` that fits, in order, and returns its length:
+  // items[result..] were NOT enqueued (inbox full) and remain the caller's. Never blocks on the
+  // consumer; wakes it (one eventfd write) when it is armed and something was enqueued.
+  [[nodiscard]] std::size_t enqueue_burst(std::span<void* const> items) noexcept;
+
+  // One item: true when enqueued, false when the inbox is full (the item remains the caller's).
+  [[nodiscard]] bool enqueue(void* item) noexcept { return enqueue_burst({&item, 1}) == 1; }
+
+  // --- The consumer: the shard's thread only.
+
+  // Moves up to out.size() items into out, in enqueue order per producer; returns how many.
+  // 0 when empty. Does not sleep and does not touch the eventfd.
+  [[nodiscard]] std::size_t dequeue_burst(std::span<void*> out) noexcept;
+
+  // Clears a past wake-up, arms, and re-checks emptiness. true: armed with the inbox empty, so the
+  // caller may sleep until event_fd() is readable (any later enqueue makes it readable). false:
+  // items are queued; not armed, do not sleep.
+  [[nodiscard]] bool arm() noexcept;
+
+  // Leaves the armed state after waking (or after deciding not to sleep for another reason, such
+  // as a timer), so producers stop paying for wake-ups. Does not read the eventfd; arm() does.
+  void disarm() noexcept;
+
+  // The whole idle protocol: dequeue; if empty, retry up to `idle_spins` times with a yield
+  // between tries, then arm() and sleep in poll() on the eventfd for at most `timeout_ms`
+  // (negative: no limit), then disarm and dequeue. Returns the items moved into out; 0 when the
+  // timeout passed with nothing queued or a signal interrupted the sleep (EINTR).
+  [[nodiscard]] std::size_t wait_burst(std::span<void*> out, unsigned idle_spins,
+                                       int timeout_ms) noexcept;
+
+  // --- Any thread.
+
+  [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
+
+  // Items queued: exact when no producer or consumer runs; otherwise a value it had at some instant.
+  [[nodiscard]] std::size_t size() const noexcept;
+
+  // Readable when an armed consumer has been signalled. For a shard multiplexing it with other fds
+  // (poll/epoll); the inbox owns it.
+  [[nodiscard]] int event_fd() const noexcept { return event_fd_; }
+
+ private:
+  struct RingMemoryDeleter {
+    void operator()(void* p) const noexcept;
+  };
+  enum : std::uint32_t { kIdle, kArmed, kSignalled };
+
+  std::uint32_t capacity_;
+  std::unique_ptr<void, RingMemoryDeleter> ring_memory_;
+  // HTS on both sides; one consumer by contract (see the constructor for why not SC dequeue).
+  rte_ring* ring_;
+  // The consumer's sleep state: kIdle -> kArmed by arm(); kArmed -> kSignalled by the one producer
+  // that writes the eventfd; back to kIdle by disarm() or a failed arm(). Its own cache line:
+  // producers read-modify-write it once per burst.
+  alignas(64) std::atomic<std::uint32_t> wake_{kIdle};
+  int event_fd_ = -1;
+};
+
+}  // namespace fastcm::shards
