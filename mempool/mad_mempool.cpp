@@ -64,6 +64,10 @@ engine::MadBuf* MadMempool::get() noexcept {
   void* obj = nullptr;
   if (rte_mempool_get(pool_, &obj) != 0) return nullptr;
   auto* buf = static_cast<engine::MadBuf*>(obj);
+  // Pairs with the acq_rel decrement of engine::release() that gave the buffer back, so the
+  // previous owner's accesses happen-before ours in the C++ model itself, not only through the
+  // ring's DPDK barriers (which TSan cannot see). A plain load on x86.
+  (void)buf->refs.load(std::memory_order_acquire);
   buf->refs.store(1, std::memory_order_relaxed);  // the caller is the only holder
   return buf;
 }
