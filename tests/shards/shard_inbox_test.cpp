@@ -116,6 +116,20 @@ TEST(ShardInbox, ArmRefusesWhenItemsAreQueued) {
   EXPECT_FALSE(readable(inbox.event_fd()));
 }
 
+TEST(ShardInbox, ArmClearsAWakeUpLeftFromBefore) {
+  ShardInbox inbox(8, 0);
+  ASSERT_TRUE(inbox.arm());
+  ASSERT_TRUE(inbox.enqueue(item(1)));  // signals; the consumer then never reads the eventfd
+  ASSERT_TRUE(readable(inbox.event_fd()));
+  inbox.disarm();
+  std::array<void*, 4> out{};
+  ASSERT_EQ(inbox.dequeue_burst(out), 1u);
+  ASSERT_TRUE(inbox.arm());  // empty again: armed, and the stale wake-up is gone
+  EXPECT_FALSE(readable(inbox.event_fd()));
+  ASSERT_TRUE(inbox.enqueue(item(2)));
+  EXPECT_TRUE(readable(inbox.event_fd()));
+}
+
 TEST(ShardInbox, WaitBurstReturnsQueuedItemsWithoutSleeping) {
   ShardInbox inbox(8, 0);
   ASSERT_TRUE(inbox.enqueue(item(9)));
