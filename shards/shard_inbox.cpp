@@ -59,7 +59,10 @@ std::size_t ShardInbox::enqueue_burst(std::span<void* const> items) noexcept {
   if (n == 0) return 0;
   // Dekker's pattern with arm(): a seq_cst read-modify-write (a full barrier even when it fails)
   // after the ring publication, partnered with arm()'s seq_cst store before its emptiness check.
-  // Either this producer sees kArmed or the consumer sees the items. Only the producer that moves
+  // Either this producer sees kArmed or the consumer sees the items. (The ring's own tail accesses
+  // are release/acquire; what keeps the store-then-load order on both sides is that x86, the only
+  // target of the -march=corei7 DPDK build, compiles each seq_cst write here as a locked
+  // instruction, a full barrier.) Only the producer that moves
   // kArmed to kSignalled writes the eventfd, so a sleeping shard costs one syscall in total.
   std::uint32_t expected = kArmed;
   if (wake_.compare_exchange_strong(expected, kSignalled, std::memory_order_seq_cst)) {
@@ -73,17 +76,19 @@ std::size_t ShardInbox::dequeue_burst(std::span<void*> out) noexcept {
   return rte_ring_dequeue_burst(ring_, out.data(), static_cast<unsigned>(out.size()), nullptr);
 }
 
-bool ShardInbox::arm() noexcept {
+std::size_t ShardInbox::arm(std::span<void*> out) noexcept {
   eventfd_t ignored = 0;
   eventfd_read(event_fd_, &ignored);  // clears a past wake-up; EAGAIN when there was none
   // seq_cst store, then the emptiness check: partner of the seq_cst compare-and-swap in
-  // enqueue_burst().
+  // enqueue_burst(). The check is a real dequeue, not rte_ring_empty(): the dequeue reads the
+  // producer tail with an atomic acquire load, rte_ring_empty() with a plain read that
+  // ThreadSanitizer reports as a race against the producers.
   wake_.store(kArmed, std::memory_order_seq_cst);
-  if (rte_ring_empty(ring_) != 0) return true;
+  const std::size_t n = dequeue_burst(out);
   // Not sleeping after all. A producer that already signalled left the fd readable: a spurious
   // wake-up at worst, cleared by the next arm().
-  disarm();
-  return false;
+  if (n != 0) disarm();
+  return n;
 }
 
 void ShardInbox::disarm() noexcept {
@@ -99,14 +104,11 @@ std::size_t ShardInbox::wait_burst(std::span<void*> out, unsigned idle_spins,
     if (spin == idle_spins) break;
     std::this_thread::yield();  // lets a preempted producer on this core finish its enqueue
   }
-  if (arm()) {
-    pollfd pfd{event_fd_, POLLIN, 0};
-    ::poll(&pfd, 1, timeout_ms);  // timeout, EINTR and readiness all end in the dequeue below
-  }
+  if (const std::size_t n = arm(out); n != 0) return n;
+  pollfd pfd{event_fd_, POLLIN, 0};
+  ::poll(&pfd, 1, timeout_ms);  // timeout, EINTR and readiness all end in the dequeue below
   disarm();
   return dequeue_burst(out);
 }
-
-std::size_t ShardInbox::size() const noexcept { return rte_ring_count(ring_); }
 
 }  // namespace fastcm::shards

@@ -6,11 +6,11 @@
 //                             unless the consumer is asleep (armed).
 //   dequeue_burst / arm / disarm / wait_burst
 //                             the shard's thread only (single consumer); one thread at a time.
-//   capacity / size / event_fd  any thread.
+//   capacity / event_fd       any thread.
 //
 // Idle protocol (DESIGN.md, Data flow): the consumer spins briefly (yielding, PLATFORM.md section 5:
-// spinning collapses when a producer is preempted), then arm()s and, when arm() confirms the ring
-// is empty, sleeps on event_fd(). Only a producer that finds the consumer armed writes the eventfd,
+// spinning collapses when a producer is preempted), then arm()s and, when arm() finds the ring
+// still empty, sleeps on event_fd(). Only a producer that finds the consumer armed writes the eventfd,
 // so the hot path costs no syscall. wait_burst() runs the whole protocol; a shard that also waits
 // on timers uses arm() / event_fd() / disarm() itself.
 //
@@ -59,18 +59,19 @@ class ShardInbox {
   // 0 when empty. Does not sleep and does not touch the eventfd.
   [[nodiscard]] std::size_t dequeue_burst(std::span<void*> out) noexcept;
 
-  // Clears a past wake-up, arms, and re-checks emptiness. true: armed with the inbox empty, so the
-  // caller may sleep until event_fd() is readable (any later enqueue makes it readable). false:
-  // items are queued; not armed, do not sleep.
-  [[nodiscard]] bool arm() noexcept;
+  // Clears a past wake-up, arms, and re-checks emptiness by dequeuing into out. 0: armed with the
+  // inbox empty, so the caller may sleep until event_fd() is readable (any later enqueue makes it
+  // readable). Otherwise: that many items were moved into out and the consumer is not armed; do
+  // not sleep.
+  [[nodiscard]] std::size_t arm(std::span<void*> out) noexcept;
 
   // Leaves the armed state after waking (or after deciding not to sleep for another reason, such
   // as a timer), so producers stop paying for wake-ups. Does not read the eventfd; arm() does.
   void disarm() noexcept;
 
   // The whole idle protocol: dequeue; if empty, retry up to `idle_spins` times with a yield
-  // between tries, then arm() and sleep in poll() on the eventfd for at most `timeout_ms`
-  // (negative: no limit), then disarm and dequeue. Returns the items moved into out; 0 when the
+  // between tries, then arm() and, still empty, sleep in poll() on the eventfd for at most
+  // `timeout_ms` (negative: no limit), then disarm and dequeue. Returns the items moved into out; 0 when the
   // timeout passed with nothing queued or a signal interrupted the sleep (EINTR).
   [[nodiscard]] std::size_t wait_burst(std::span<void*> out, unsigned idle_spins,
                                        int timeout_ms) noexcept;
@@ -78,9 +79,6 @@ class ShardInbox {
   // --- Any thread.
 
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
-
-  // Items queued: exact when no producer or consumer runs; otherwise a value it had at some instant.
-  [[nodiscard]] std::size_t size() const noexcept;
 
   // Readable when an armed consumer has been signalled. For a shard multiplexing it with other fds
   // (poll/epoll); the inbox owns it.
