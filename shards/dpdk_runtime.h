@@ -64,7 +64,9 @@ class DpdkRuntime {
   // Ownership: on success `*out` holds the runtime; it must outlive every DPDK object of the engine.
   // Errors: already_initialized when EAL is up (the host owns it: use attach_hosted()),
   // init_failed when rte_eal_init fails or failed before in this process (never retried),
-  // invalid_argument for memory_mb == 0, system_error when affinity or the log stream fails.
+  // invalid_argument for memory_mb == 0, system_error when reading the affinity or opening the
+  // log stream fails (EAL untouched, may be retried), or when restoring the affinity fails after
+  // a successful init (EAL stays up: attach_hosted() then gives a runtime).
   [[nodiscard]] static DpdkStatus start_owned(const DpdkOwnedConfig& config,
                                               std::unique_ptr<DpdkRuntime>* out) noexcept;
 

@@ -6,6 +6,7 @@
 #include <rte_log.h>
 
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
