@@ -28,7 +28,9 @@ ShardInbox::ShardInbox(std::uint32_t capacity, std::uint32_t shard) : capacity_(
   // RING_F_EXACT_SZ: the ring holds exactly `capacity`; its storage is the next power of two
   // above it, which is what rte_ring_get_memsize must be asked for.
   const ssize_t size = rte_ring_get_memsize(rte_align32pow2(capacity + 1));
-  if (size < 0) throw std::system_error(static_cast<int>(-size), std::generic_category(), "memsize");
+  if (size < 0) {
+    throw std::system_error(static_cast<int>(-size), std::generic_category(), "ring memsize");
+  }
   ring_memory_.reset(::operator new(static_cast<std::size_t>(size), kRingAlign));
   ring_ = static_cast<rte_ring*>(ring_memory_.get());
   // Producers: HTS, not classic MP or RTS. All three let a preempted producer stall the others

@@ -8,11 +8,11 @@
 //                             the shard's thread only (single consumer); one thread at a time.
 //   capacity / event_fd       any thread.
 //
-// Idle protocol (DESIGN.md, Data flow): the consumer spins briefly (yielding, PLATFORM.md section 5:
-// spinning collapses when a producer is preempted), then arm()s and, when arm() finds the ring
-// still empty, sleeps on event_fd(). Only a producer that finds the consumer armed writes the eventfd,
-// so the hot path costs no syscall. wait_burst() runs the whole protocol; a shard that also waits
-// on timers uses arm() / event_fd() / disarm() itself.
+// Idle protocol (DESIGN.md, Data flow): the consumer spins briefly (yielding: PLATFORM.md
+// section 5, spinning collapses when a producer is preempted), then arm()s and, when arm() finds
+// the ring still empty, sleeps on event_fd(). Only a producer that finds the consumer armed writes
+// the eventfd, so the hot path costs no syscall. wait_burst() runs the whole protocol; a shard
+// that also waits on timers uses arm() / event_fd() / disarm() itself.
 //
 // Items are opaque pointers: the inbox never dereferences, owns or frees them. An item enqueued is
 // owned by the inbox until dequeued; one "not enqueued" stays the producer's (the caller counts it
@@ -71,8 +71,8 @@ class ShardInbox {
 
   // The whole idle protocol: dequeue; if empty, retry up to `idle_spins` times with a yield
   // between tries, then arm() and, still empty, sleep in poll() on the eventfd for at most
-  // `timeout_ms` (negative: no limit), then disarm and dequeue. Returns the items moved into out; 0 when the
-  // timeout passed with nothing queued or a signal interrupted the sleep (EINTR).
+  // `timeout_ms` (negative: no limit), then disarm and dequeue. Returns the items moved into out;
+  // 0 when the timeout passed with nothing queued or a signal interrupted the sleep (EINTR).
   [[nodiscard]] std::size_t wait_burst(std::span<void*> out, unsigned idle_spins,
                                        int timeout_ms) noexcept;
 
