@@ -36,6 +36,15 @@ class Duplicates : public ConnectScenario {
     return rep;
   }
   // An MRA asking for 4.3 s: far longer than the scenario runs before answering.
+  // The server answers every REQ with an MRA (and nothing more yet).
+  void mra_every_req() {
+    server().react = [this](const Event& e) {
+      if (e.type == EventType::req_received) {
+        server_id_ = e.id;
+        EXPECT_EQ(server().engine().send_mra(e.id, mra_params()), Status::ok);
+      }
+    };
+  }
   [[nodiscard]] static MraParams mra_params() {
     MraParams mra;
     mra.service_timeout = 20;
@@ -83,12 +92,7 @@ TEST_F(Duplicates, ReqWhileTheApplicationHoldsItIsDropped) {
 }
 
 TEST_F(Duplicates, ReqAfterTheMraResendsTheMra) {
-  server().react = [this](const Event& e) {
-    if (e.type == EventType::req_received) {
-      server_id_ = e.id;
-      EXPECT_EQ(server().engine().send_mra(e.id, mra_params()), Status::ok);
-    }
-  };
+  mra_every_req();
   duplicate_all(kReqAttr);
   const Id id = connect();
   cluster_.run_for(kMoment);
@@ -227,12 +231,7 @@ TEST_F(Duplicates, RtuIsDropped) {
 }
 
 TEST_F(Duplicates, MraOfAReqIsDropped) {
-  server().react = [this](const Event& e) {
-    if (e.type == EventType::req_received) {
-      server_id_ = e.id;
-      EXPECT_EQ(server().engine().send_mra(e.id, mra_params()), Status::ok);
-    }
-  };
+  mra_every_req();
   duplicate_all(kMraAttr);
   const Id id = connect();
   cluster_.run_for(kMoment);

@@ -14,6 +14,22 @@ namespace fastcm::test {
 
 inline constexpr std::uint64_t kServiceId = 0x1000'0000'0000'0042;
 
+// The REQ the scenarios send from client QP `qpn` to kServiceId: answers expected within ~0.4 s
+// (path packet life time 14, CM response timeouts 16), three retries.
+[[nodiscard]] inline ReqParams standard_req(const Cluster& cluster, Qpn qpn) {
+  ReqParams p;
+  p.service_id = kServiceId;
+  p.primary = cluster.path_to_server();
+  p.qpn = qpn;
+  p.starting_psn = 0x1111;
+  p.responder_resources = 8;
+  p.initiator_depth = 8;
+  p.remote_cm_response_timeout = 16;
+  p.local_cm_response_timeout = 16;
+  p.max_cm_retries = 3;
+  return p;
+}
+
 // The server listens on kServiceId and answers every REQ with a REP (unless `accept` is false);
 // the client answers every REP with an RTU. Ids of the last connection on each side are kept.
 class ConnectScenario : public ::testing::Test {
@@ -49,16 +65,7 @@ class ConnectScenario : public ::testing::Test {
   }
 
   [[nodiscard]] ReqParams req_params() const {
-    ReqParams p;
-    p.service_id = kServiceId;
-    p.primary = cluster_.path_to_server();
-    p.qpn = kClientQpn;
-    p.starting_psn = 0x1111;
-    p.responder_resources = 8;
-    p.initiator_depth = 8;
-    p.remote_cm_response_timeout = 16;
-    p.local_cm_response_timeout = 16;
-    p.max_cm_retries = 3;
+    ReqParams p = standard_req(cluster_, kClientQpn);
     p.private_data = client_private_data_;
     return p;
   }

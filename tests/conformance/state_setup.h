@@ -183,20 +183,8 @@ class StateSetup {
     return {Host::client, c, s};  // timewait, on both sides
   }
 
-  // The REQ every setup sends: the client's QP kClientQpn, answers expected within ~0.4 s.
-  [[nodiscard]] ReqParams req_params() const {
-    ReqParams p;
-    p.service_id = kServiceId;
-    p.primary = cluster_.path_to_server();
-    p.qpn = kClientQpn;
-    p.starting_psn = 0x1111;
-    p.responder_resources = 8;
-    p.initiator_depth = 8;
-    p.remote_cm_response_timeout = 16;
-    p.local_cm_response_timeout = 16;
-    p.max_cm_retries = 3;
-    return p;
-  }
+  // The REQ every setup sends, from the client's QP kClientQpn.
+  [[nodiscard]] ReqParams req_params() const { return standard_req(cluster_, kClientQpn); }
 
   // The MRA of every setup: the waiting side may wait ~0.3 s more.
   [[nodiscard]] static MraParams mra() {
