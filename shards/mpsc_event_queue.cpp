@@ -1,0 +1,155 @@
+#include "shards/mpsc_event_queue.h"
+
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <type_traits>
+
+namespace fastcm::shards {
+namespace {
+
+constexpr std::align_val_t kRingAlign{64};
+
+// Events travel by value: the ring copies them as arrays of 32-bit words.
+static_assert(std::is_trivially_copyable_v<Event>, "the ring copies Events bytewise");
+// The ring's element size must be a multiple of 4. Event's already is (it holds pointers), so the
+// ring's stride equals an Event array's and a burst lands straight in pop()'s span.
+static_assert(sizeof(Event) % 4 == 0, "rte_ring elements are whole 32-bit words");
+constexpr unsigned kEventSize = sizeof(Event);
+
+}  // namespace
+
+void MpscEventQueue::RingMemoryDeleter::operator()(void* p) const noexcept {
+  ::operator delete(p, kRingAlign);
+}
+
+MpscEventQueue::MpscEventQueue(std::uint32_t capacity) : capacity_(capacity) {
+  if (capacity == 0 || capacity > kMaxCapacity) {
+    throw std::invalid_argument("MpscEventQueue capacity must be 1.." +
+                                std::to_string(kMaxCapacity));
+  }
+  // RING_F_EXACT_SZ: the ring holds exactly `capacity`; its storage is the next power of two
+  // above it, which is what the memory size must be computed for.
+  const ssize_t size = rte_ring_get_memsize_elem(kEventSize, rte_align32pow2(capacity + 1));
+  if (size < 0) {
+    throw std::system_error(static_cast<int>(-size), std::generic_category(), "ring memsize");
+  }
+  ring_memory_.reset(::operator new(static_cast<std::size_t>(size), kRingAlign));
+  ring_ = static_cast<rte_ring*>(ring_memory_.get());
+  // Our own memory and rte_ring_init, not rte_ring_create_elem: no EAL needed (PLATFORM.md 2).
+  // Sync modes, as for the shard inbox (shard_inbox.cpp), whose reasons hold here too:
+  // - producers HTS: the shards push concurrently; classic MP spun for minutes under TSan with
+  //   four producers on two cores and was slowest on an oversubscribed machine (PLATFORM.md 5).
+  // - consumer HTS, though there is one: its tail accesses are C11 acquire/release atomics that
+  //   TSan sees (Debian's x86 SC dequeue uses barriers TSan cannot see), so what a shard wrote
+  //   before pushing (the MAD's contents) reaches the polling thread through edges TSan checks,
+  //   not reported as a race in our code. One uncontended CAS per pop. (TSan still reports the
+  //   ring's own slot copies, inside rte_ring_elem_pvt.h, suppressed as DPDK internals: it keys
+  //   synchronization by address, and HTS moves the head with a CAS on a 64-bit word but publishes
+  //   the tail with a store to its upper half, so a pusher that waited on the head does not pass
+  //   on the previous pusher's slot writes. Writes made before the head CAS are passed on.)
+  // DPDK 22.11 has the element-size HTS calls (rte_ring_mp_hts_enqueue_bulk_elem,
+  // rte_ring_mc_hts_dequeue_burst_elem); they are called directly, skipping the sync-type switch.
+  if (const int rc = rte_ring_init(ring_, "fastcm_evq", capacity,
+                                   RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ);
+      rc != 0) {
+    throw std::system_error(-rc, std::generic_category(), "rte_ring_init fastcm_evq");
+  }
+  event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (event_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+}
+
+MpscEventQueue::~MpscEventQueue() { ::close(event_fd_); }
+
+bool MpscEventQueue::push(const Event& event, engine::MadBuf* mad) noexcept {
+  // The reference is taken before the event is visible: the consumer may pop and release it at
+  // once. (Relaxed, as engine::retain: the caller already holds a reference.)
+  if (mad != nullptr) engine::retain(*mad);
+  if (rte_ring_mp_hts_enqueue_bulk_elem(ring_, &event, kEventSize, 1, nullptr) == 0) {
+    // Full: give back the reference just taken. The caller's own reference keeps the count above
+    // zero, so this can never be the last release (no pool needed) and orders nothing.
+    if (mad != nullptr) mad->refs.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  // A full queue needs no signal: it is non-empty, so a wake-up is already claimed.
+  signal();
+  return true;
+}
+
+std::size_t MpscEventQueue::pop(std::span<Event> out) noexcept {
+  const auto want = static_cast<unsigned>(std::min<std::size_t>(out.size(), capacity_));
+  unsigned left = 0;
+  const unsigned n = rte_ring_mc_hts_dequeue_burst_elem(ring_, out.data(), kEventSize, want, &left);
+  if (left == 0) settle_empty();
+  return n;
+}
+
+// The wake-up protocol. Labels name each atomic access of ours and its partners; R0 and A3 are
+// DPDK's (rte_ring_hts_elem_pvt.h: the release store of a tail, the consumer's acquire load of the
+// producer tail).
+//
+// No fences: producers and the consumer meet on read-modify-writes of the one word wake_, and its
+// modification order decides who signals. For an event in the ring, the push's S1 is either
+//   - after the consumer's C1 in that order: then S1 (or an earlier claim after C1) finds kClaimed
+//     clear and its thread writes the eventfd, after C1 and so after the read before C1; or
+//   - before C1: C1 reads from S1's release sequence (only RMWs follow S1), so the enqueue that
+//     preceded S1 happens-before C2, which sees the event and signals (or the event was popped).
+// Either way the eventfd is readable after the last pop that emptied the queue: no lost wake-up.
+// At most one write per claim, and a claim is cleared only by C1, after a pop found the ring
+// empty: one write per wake-up, not per push.
+void MpscEventQueue::signal() noexcept {
+  // S1: acq_rel RMW. Release: publishes this thread's enqueue (the ring tail store before it) to
+  // the consumer's C1. Acquire: partner of the last C1 before it, so the consumer's eventfd read
+  // before that C1 happens-before our write below and cannot swallow it.
+  if ((wake_.fetch_or(kClaimed, std::memory_order_acq_rel) & kClaimed) != 0) return;
+  // Fails only when the counter would pass 2^64 - 2; it is readable then anyway.
+  eventfd_write(event_fd_, 1);
+  // S2: release RMW (an RMW so that S1's release sequence goes on through it). Partner: C0's
+  // acquire load, so the write above happens-before the consumer's eventfd read.
+  wake_.fetch_or(kWritten, std::memory_order_release);
+}
+
+void MpscEventQueue::settle_empty() noexcept {
+  // C0: acquire load. Partner: S2. Only a finished wake-up is cleared: with 0 there is nothing to
+  // clear (and no syscall for a consumer polling an idle queue); with kClaimed alone the claimer's
+  // write is still coming, and a read now would miss it and leave it behind. That write makes
+  // the eventfd readable, so the application pops again and the next settle clears it.
+  if (wake_.load(std::memory_order_acquire) != (kClaimed | kWritten)) return;
+  eventfd_t ignored = 0;
+  eventfd_read(event_fd_, &ignored);  // EAGAIN when the application already read it
+  // C1: acq_rel RMW. Acquire: partner of S1 (and S2) of every claim and push before it in wake_'s
+  // order, whose enqueues C2 then sees. Release: partner of the acquire in the S1 of the next
+  // claim. No claim can come between the read above and C1: kClaimed is still set.
+  wake_.exchange(0, std::memory_order_acq_rel);
+  // C2: a producer that pushed after this pop's dequeue found kClaimed set and left the signal to
+  // whoever cleared it: us.
+  if (count() != 0) signal();
+}
+
+std::size_t MpscEventQueue::size() const noexcept {
+  // count() can exceed the capacity for a moment when called from a producer (see count()).
+  return std::min(count(), capacity_);
+}
+
+std::uint32_t MpscEventQueue::count() const noexcept {
+  // Atomic loads of the ring's tails, as DPDK's own HTS code does (A1, A3): rte_ring_count() reads
+  // them plainly, which TSan reports against the producers' atomic tail stores.
+  // The consumer tail first, with acquire (partner: the dequeue's R0): the producer tail that the
+  // dequeue had loaded (A3) then happens-before our load of it, so ours is never behind the
+  // consumer tail and the difference never wraps. It may count slots freed and refilled in
+  // between, which size() clamps. The producer tail with acquire (partner: the enqueue's R0),
+  // although C2 needs no more than C1 gave it: the enqueues it must see already happen-before.
+  const std::uint32_t cons = __atomic_load_n(&ring_->cons.tail, __ATOMIC_ACQUIRE);
+  const std::uint32_t prod = __atomic_load_n(&ring_->prod.tail, __ATOMIC_ACQUIRE);
+  return prod - cons;
+}
+
+}  // namespace fastcm::shards

@@ -1,0 +1,104 @@
+// The EventQueue of the sharded engine (DESIGN.md "Events and MAD ownership"): events from every
+// shard thread (many producers) to the application's polling thread (one consumer), by value in a
+// bounded rte_ring, with an eventfd that is readable while events wait, for epoll loops.
+//
+// Thread contract, as in the names:
+//   push                     any thread, concurrently (the shards); never blocks, never allocates,
+//                            makes a syscall only when it turns the queue from unsignalled to
+//                            signalled (one eventfd write per wake-up, not per event).
+//   pop                      one thread at a time (the application's polling thread): polls of
+//                            one queue must not run concurrently. A caller that polls one queue
+//                            from several threads serializes those polls itself.
+//   full / size / event_fd   any thread; full and size are snapshots.
+//
+// The eventfd: readable while the queue holds events (from at the latest the moment the push that
+// filled an empty queue returns: no lost wake-up). A pop that leaves the queue empty makes it
+// unreadable again, unless a producer raced in, in which case it stays or becomes readable. A
+// wake-up can be spurious: a pop may find nothing (a push that already had its event taken was
+// still writing the eventfd); that pop, or the next, clears it. The application may read the
+// eventfd itself, but then must pop until the queue is empty (a pop returning fewer events than
+// asked): events left behind after such a read are not signalled again until a pop empties the
+// queue.
+//
+// Ownership: an event in the queue holds one reference on its MAD (taken by push); pop hands that
+// reference to the caller with the event. Events still inside at destruction are dropped without
+// releasing their MADs: the owner (the engine) pops and releases them before destroying the
+// queue.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "engine/mad_buf.h"
+#include "fastcm/event.h"
+#include "fastcm/event_queue.h"
+
+struct rte_ring;
+
+namespace fastcm::shards {
+
+class MpscEventQueue final : public EventQueue {
+ public:
+  static constexpr std::uint32_t kMaxCapacity = std::uint32_t{1} << 20;
+
+  // Room for exactly `capacity` events (1..kMaxCapacity). The ring's storage is the next power of
+  // two above `capacity`, times sizeof(Event) (224 bytes): allocated here and never again.
+  // Throws std::invalid_argument for a capacity out of range, std::system_error when the ring
+  // cannot be initialized or the eventfd cannot be created, std::bad_alloc.
+  explicit MpscEventQueue(std::uint32_t capacity);
+  // Closes the eventfd. Events still inside are dropped; their MAD references are not released.
+  ~MpscEventQueue() override;
+
+  // Any thread, concurrently. Appends a copy of `event` and takes one reference on `mad` (normally
+  // the MAD that event.mad names; null for none), which the event then holds. Returns false when
+  // the queue is full: nothing is appended and no reference is kept (the caller applies its
+  // backpressure policy).
+  [[nodiscard]] bool push(const Event& event, engine::MadBuf* mad) noexcept;
+
+  // The single consumer. Moves up to out.size() events into `out`, oldest first (each producer's
+  // events in its push order), each with its MAD reference, which the caller now owns; returns
+  // how many. 0 when empty. Never blocks; reads the eventfd only when the queue was signalled and
+  // this pop finds it empty.
+  [[nodiscard]] std::size_t pop(std::span<Event> out) noexcept;
+
+  // Any thread; snapshots. full() is what the engine checks before it creates an endpoint whose
+  // events could not be queued.
+  [[nodiscard]] bool full() const noexcept { return size() == capacity_; }
+  [[nodiscard]] std::size_t size() const noexcept override;
+  [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
+
+  // Any thread. Owned by the queue: never close it.
+  [[nodiscard]] int event_fd() const noexcept override { return event_fd_; }
+
+ private:
+  struct RingMemoryDeleter {
+    void operator()(void* p) const noexcept;
+  };
+  // Bits of wake_ (see signal() and settle_empty() for the protocol).
+  enum : std::uint32_t { kClaimed = 1, kWritten = 2 };
+
+  // Makes sure the eventfd is (or is about to be) readable: the caller that claims the wake-up
+  // writes the eventfd; everyone else finds it claimed and does nothing.
+  void signal() noexcept;
+  // Called by pop() when the ring was found empty: clears a completed wake-up and re-signals if a
+  // producer raced in.
+  void settle_empty() noexcept;
+  // Events in the ring: the consumer tail and then the producer tail, both atomic loads.
+  [[nodiscard]] std::uint32_t count() const noexcept;
+
+  std::uint32_t capacity_;
+  std::unique_ptr<void, RingMemoryDeleter> ring_memory_;
+  rte_ring* ring_;  // HTS producers and consumer (see the constructor)
+  int event_fd_ = -1;
+  // The wake-up state since the consumer last cleared it: kClaimed once a pusher (or the consumer
+  // re-signalling) took the job of writing the eventfd, kWritten once that write is done; 0 when
+  // the eventfd holds no wake-up and none is coming. Written ONLY by read-modify-writes after
+  // construction: a plain store would end the release sequences settle_empty() relies on. Its own
+  // cache line: every push read-modify-writes it.
+  alignas(64) std::atomic<std::uint32_t> wake_{0};
+};
+
+}  // namespace fastcm::shards
