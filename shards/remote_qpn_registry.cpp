@@ -89,12 +89,12 @@ std::optional<Entry> read_slot(const RemoteQpnSlot& slot) noexcept {
   // Acquire, partner: the release store that published the entry (kWriting -> kOccupied).
   const std::uint32_t before = slot.ctl.load(std::memory_order_acquire);
   if ((before & kStateMask) != kOccupied) return std::nullopt;
-  const Entry entry{slot.qpn.load(std::memory_order_relaxed),
-                    slot.guid.load(std::memory_order_relaxed),
-                    slot.owner.load(std::memory_order_relaxed)};
-  // Partner: the release fence in claim() after taking the slot. Reading any field a later claim
-  // wrote makes this load see at least that claim's kWriting.
-  std::atomic_thread_fence(std::memory_order_acquire);
+  // Acquire, partner: claim()'s release stores of the fields. Reading a field that a later claim
+  // wrote makes that claim's kWriting visible to the second load of ctl, which then differs.
+  // (Not relaxed loads and fences: GCC's ThreadSanitizer does not support atomic_thread_fence.)
+  const Entry entry{slot.qpn.load(std::memory_order_acquire),
+                    slot.guid.load(std::memory_order_acquire),
+                    slot.owner.load(std::memory_order_acquire)};
   if (slot.ctl.load(std::memory_order_relaxed) != before) return std::nullopt;  // changed: gone
   return entry;
 }
@@ -187,11 +187,11 @@ std::optional<Id> RemoteQpnRegistry::claim(engine::RemoteQpnKey key, Id owner) n
                                             std::memory_order_relaxed)) {
         continue;
       }
-      // Partner: the acquire fence in read_slot(); orders kWriting before the field stores.
-      std::atomic_thread_fence(std::memory_order_release);
-      slot.qpn.store(key.qpn, std::memory_order_relaxed);
-      slot.guid.store(key.ca_guid, std::memory_order_relaxed);
-      slot.owner.store(owner.raw, std::memory_order_relaxed);
+      // Release, partner: read_slot()'s acquire loads of the fields (a reader that sees one of
+      // these values also sees kWriting).
+      slot.qpn.store(key.qpn, std::memory_order_release);
+      slot.guid.store(key.ca_guid, std::memory_order_release);
+      slot.owner.store(owner.raw, std::memory_order_release);
       // Release, partner: the acquire load in read_slot() and the acquiring exchange of the
       // next holder of this home lock.
       slot.ctl.store(advanced(ctl, kOccupied), std::memory_order_release);
