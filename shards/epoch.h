@@ -13,8 +13,9 @@
 // Bounds: the reader count is fixed at construction; a DeferQueue holds at most `capacity`
 // pending functions and refuses more (defer() returns false) until reclamation makes room, so a
 // reader stuck online (a callback that blocks) shows up as refused deferrals, never as growth.
-// Readers pay no atomic read-modify-write and no fence beyond one store per batch; writers pay a
-// token increment per defer() and a scan of the readers per reclaim.
+// A quiescent point costs a reader one load and at most one store (no read-modify-write, no
+// fence); going online costs one full fence. Writers pay a token increment per defer() and a scan
+// of the readers per function reclaimed.
 //
 // When not to use it: for data a non-reader thread (an API thread that is not a shard) reads,
 // since only registered readers are waited for; for data freed at a high rate by readers
@@ -143,9 +144,9 @@ class DeferQueue {
   std::uint32_t capacity_;
   rte_rcu_qsbr_dq* dq_ = nullptr;
   // Deferrals admitted and not yet started, kept <= capacity_ so the ring (sized above it) never
-  // refuses an enqueue. reserve()'s acq_rel increment is the release partner of run_deferred()'s
-  // acq_rel decrement, ordering everything before defer() (ctx's contents) before fn(ctx) in a
-  // way TSan sees (the ring between them lives in uninstrumented DPDK code).
+  // refuses an enqueue. reserve()'s release increment is the partner of run_deferred()'s acquire
+  // decrement: it orders everything before defer() (ctx's contents) before fn(ctx) in a way TSan
+  // sees (the ring between them lives in uninstrumented DPDK code).
   std::atomic<std::uint32_t> pending_{0};
 };
 

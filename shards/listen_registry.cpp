@@ -1,12 +1,12 @@
 #include "shards/listen_registry.h"
 
-#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cassert>
-#include <iterator>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fastcm::shards {
@@ -23,7 +23,7 @@ using engine::kListenGenerationTag;
 using engine::Listen;
 
 // A slot's first generation (tag clear: no listen yet). Its first listen gets kListenGenerationTag
-// | 1, as in engine::ListenTable.
+// | 1; each remove moves the slot to the next generation, tag cleared until the next add.
 constexpr std::uint32_t kFirstGeneration = 1;
 
 constexpr std::uint64_t backlog_word_of(std::uint32_t generation, std::uint32_t count) noexcept {
@@ -36,8 +36,7 @@ constexpr std::uint32_t count_of(std::uint64_t word) noexcept {
   return static_cast<std::uint32_t>(word);
 }
 
-// match() order: more mask bits first, then port-specific before every-port, then lower slot
-// (engine::ListenTable kept the first of equally specific listens in slot order).
+// match() order: more mask bits first, then port-specific before every-port, then lower slot.
 bool precedes(const Listen& a, const Listen& b) noexcept {
   const int bits_a = std::popcount(a.params.service_mask);
   const int bits_b = std::popcount(b.params.service_mask);
@@ -65,7 +64,7 @@ std::uint32_t checked_capacity(std::uint32_t capacity) {
 std::string retire_queue_name() {
   static std::atomic<std::uint32_t> registries{0};
   // Relaxed: only uniqueness matters, which the read-modify-write gives.
-  return "listens" + std::to_string(registries.fetch_add(1, std::memory_order_relaxed));
+  return "listen_retire" + std::to_string(registries.fetch_add(1, std::memory_order_relaxed));
 }
 
 }  // namespace
@@ -95,30 +94,20 @@ Status ListenRegistry::add(const ListenParams& params, Id& out) noexcept {
   for (const Listen& listen : now.by_precedence) {
     if (same_service(listen.params, params)) return Status::service_in_use;
   }
-  std::uint32_t slot = 0;
   // Relaxed: a slot's generation is only written under mutex_; shards change only its count.
-  while (slot < capacity_ &&
-         (generation_of(backlog_[slot].load(std::memory_order_relaxed)) & kListenGenerationTag) != 0) {
-    ++slot;
-  }
+  auto slot_taken = [this](std::uint32_t slot) {
+    return (generation_of(backlog_[slot].load(std::memory_order_relaxed)) &
+            kListenGenerationTag) != 0;
+  };
+  std::uint32_t slot = 0;
+  while (slot < capacity_ && slot_taken(slot)) ++slot;
   if (slot == capacity_ || !retired_.has_room()) return Status::no_resources;
 
   const std::uint32_t generation =
       generation_of(backlog_[slot].load(std::memory_order_relaxed)) | kListenGenerationTag;
   const Listen added{params, Id::make(slot, generation)};
-  Snapshot* next = nullptr;
-  try {
-    const auto at = std::upper_bound(now.by_precedence.begin(), now.by_precedence.end(), added,
-                                     precedes);
-    std::vector<Listen> listens;
-    listens.reserve(now.by_precedence.size() + 1);
-    listens.insert(listens.end(), now.by_precedence.begin(), at);
-    listens.push_back(added);
-    listens.insert(listens.end(), at, now.by_precedence.end());
-    next = new Snapshot{this, std::move(listens)};
-  } catch (const std::bad_alloc&) {
-    return Status::no_resources;
-  }
+  Snapshot* next = next_snapshot(&added, Id{});
+  if (next == nullptr) return Status::no_resources;
   // Live before any shard can match it (publish()'s release store orders this store first).
   backlog_[slot].store(backlog_word_of(generation, 0), std::memory_order_relaxed);
   publish(next);
@@ -137,18 +126,8 @@ Status ListenRegistry::remove(Id id) noexcept {
   }
   if (!retired_.has_room()) return Status::no_resources;
 
-  // Relaxed: current_ is only stored under mutex_.
-  const Snapshot& now = *current_.load(std::memory_order_relaxed);
-  Snapshot* next = nullptr;
-  try {
-    std::vector<Listen> listens;
-    listens.reserve(now.by_precedence.size() - 1);
-    std::copy_if(now.by_precedence.begin(), now.by_precedence.end(), std::back_inserter(listens),
-                 [id](const Listen& listen) { return listen.id != id; });
-    next = new Snapshot{this, std::move(listens)};
-  } catch (const std::bad_alloc&) {
-    return Status::no_resources;
-  }
+  Snapshot* next = next_snapshot(nullptr, id);
+  if (next == nullptr) return Status::no_resources;
   // Dead before unpublishing: from here take_backlog() fails and release_backlog() is ignored for
   // this listen, also through snapshots shards still read. The count goes with it. Relaxed: the
   // shards' compare-and-swaps always see the latest value of the word.
@@ -156,6 +135,26 @@ Status ListenRegistry::remove(Id id) noexcept {
   word->store(backlog_word_of(dead, 0), std::memory_order_relaxed);
   publish(next);
   return Status::ok;
+}
+
+ListenRegistry::Snapshot* ListenRegistry::next_snapshot(const Listen* added, Id removed) noexcept {
+  // Relaxed: current_ is only stored under mutex_, which the caller holds.
+  const Snapshot& now = *current_.load(std::memory_order_relaxed);
+  try {
+    std::vector<Listen> listens;
+    listens.reserve(now.by_precedence.size() + (added != nullptr ? 1 : 0));
+    for (const Listen& listen : now.by_precedence) {
+      if (added != nullptr && precedes(*added, listen)) {
+        listens.push_back(*added);
+        added = nullptr;
+      }
+      if (listen.id != removed) listens.push_back(listen);
+    }
+    if (added != nullptr) listens.push_back(*added);
+    return new Snapshot{this, std::move(listens)};
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
 }
 
 void ListenRegistry::publish(Snapshot* next) noexcept {

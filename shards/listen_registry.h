@@ -2,14 +2,15 @@
 // writers publish immutable snapshots and retire the old ones through epoch reclamation
 // (DESIGN.md "Concurrency contract").
 //
-// Semantics are those of the single-thread engine::ListenTable: fixed capacity; add() refuses a
+// Semantics (those of the inline engine's listen table): fixed capacity; add() refuses a
 // listen with the same port, mask and masked service ID as a live one (service_in_use); a listen's
 // Id has kListenGenerationTag in its generation and its slot in comm_id(), the lowest free slot is
 // taken and every reuse of a slot gets a new generation; match() prefers the longest mask, then a
 // port-specific listen over an every-port one, then the lowest slot.
 //
 // Readers (shards) use the engine::Listens interface: match() is one acquire load of the current
-// snapshot and a scan of its live listens in precedence order, no lock, no atomic read-modify-write.
+// snapshot and a scan of its live listens in precedence order: no lock, no atomic
+// read-modify-write.
 // Backlog counts live outside the snapshots, in one atomic word per slot holding the slot's
 // generation and count, so a count taken against a listen dies with it: take_backlog() fails once
 // the listen is removed, and release_backlog() for a removed listen is ignored even after its slot
@@ -22,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -47,7 +49,8 @@ class ListenRegistry final : public engine::Listens {
   ListenRegistry(std::uint32_t capacity, Epoch& epoch);
   // Frees every snapshot. Precondition: no shard uses the registry any more and none holds a
   // Listen from it (each has passed a quiescent point or gone offline since its last match()).
-  // Waits for online readers as ~DeferQueue does.
+  // A shard still online is waited for until its next quiescent point (see ~DeferQueue), so an
+  // online shard must not destroy the registry.
   ~ListenRegistry() override;
 
   // --- Writers: any thread, serialized by the registry's lock (control path), also a shard's
@@ -70,8 +73,9 @@ class ListenRegistry final : public engine::Listens {
   std::size_t reclaim() noexcept;
 
   // --- Readers: engine::Listens, see engine/listens.h for the thread contracts. A Listen from
-  // match(), and so the argument of take_backlog(), is valid until the shard's next quiescent
-  // point; keep its Id (BacklogRef), never the pointer, beyond that.
+  // match() is valid until the calling shard's next quiescent point, so take_backlog() takes one
+  // that shard matched since then; keep its Id (BacklogRef), never the pointer, beyond that.
+  // release_backlog() may come from any thread.
   [[nodiscard]] const engine::Listen* match(std::uint64_t service_id,
                                             std::uint8_t port_num) noexcept override;
   [[nodiscard]] bool take_backlog(const engine::Listen& listen) noexcept override;
@@ -96,6 +100,10 @@ class ListenRegistry final : public engine::Listens {
   struct Snapshot;
 
   [[nodiscard]] std::atomic<std::uint64_t>* backlog_word(Id id) const noexcept;
+  // A new snapshot: the current one's listens without `removed` (an empty Id removes none) and
+  // with `*added` (null adds none), in match() precedence order. Null when memory runs out.
+  // Under mutex_.
+  [[nodiscard]] Snapshot* next_snapshot(const engine::Listen* added, Id removed) noexcept;
   // Replaces the current snapshot with `next` and retires the old one. Under mutex_, with room in
   // the retire queue checked under the same lock.
   void publish(Snapshot* next) noexcept;

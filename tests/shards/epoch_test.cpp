@@ -255,6 +255,7 @@ TEST(DeferQueueThreads, TwoWritersSwapUnderTwoReadersEveryNodeFreedOnceAfterItsR
   std::atomic<int> frees{0};
   std::atomic<Node*> current{new Node{0, ~std::uint64_t{0}, &frees}};
   std::atomic<int> writers_left{kWriters};
+  std::atomic<std::uint32_t> online{0};
   std::array<std::uint64_t, kReaders> bad_reads{};
   std::array<std::uint64_t, kReaders> reads{};
   std::optional<DeferQueue> dq;
@@ -264,13 +265,16 @@ TEST(DeferQueueThreads, TwoWritersSwapUnderTwoReadersEveryNodeFreedOnceAfterItsR
   for (std::uint32_t r = 0; r < kReaders; ++r) {
     threads.emplace_back([&, r] {
       epoch.online(r);
-      for (std::uint64_t batch = 0; writers_left.load(std::memory_order_acquire) != 0; ++batch) {
+      online.fetch_add(1, std::memory_order_relaxed);
+      for (std::uint64_t batch = 0;; ++batch) {
+        const bool last = writers_left.load(std::memory_order_acquire) == 0;
         for (int i = 0; i < 16; ++i) {
           const Node* node = current.load(std::memory_order_acquire);  // partner: exchange below
           if (node->check != ~node->value) ++bad_reads[r];
           ++reads[r];
         }
         epoch.quiescent(r);
+        if (last) break;
         if (batch % 64 == r) {  // now and then asleep, as an idle shard
           epoch.offline(r);
           std::this_thread::yield();
@@ -282,6 +286,8 @@ TEST(DeferQueueThreads, TwoWritersSwapUnderTwoReadersEveryNodeFreedOnceAfterItsR
   }
   for (std::uint32_t w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
+      // Swapping starts once every reader is online, however threads are scheduled.
+      while (online.load(std::memory_order_relaxed) != kReaders) std::this_thread::yield();
       for (int i = 1; i <= kSwapsPerWriter; ++i) {
         const std::uint64_t value = std::uint64_t{w} << 32 | static_cast<std::uint32_t>(i);
         // acq_rel: releases the new node to readers' acquire loads, acquires the old one's
