@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "engine/cep_state.h"
+#include "engine/listens.h"
 #include "engine/mad_buf.h"
 #include "engine/timer_wheel.h"
 #include "fastcm/engine.h"
@@ -46,11 +47,11 @@ struct Cep {
   LapState lap_state = LapState::idle;
   CepTimer timer_kind = CepTimer::none;
   bool live = false;                  // allocated (false while on the free list)
-  bool user_attached = false;         // events are delivered; false once the user destroyed it
+  bool parked = false;                // freed while a remote destroy was on its way (cep_table.h)
   bool active = false;                // we sent the REQ
   bool has_alternate = false;
   bool in_dup_index = false;
-  bool in_qpn_index = false;
+  bool in_qpn_index = false;           // recorded in the engine's RemoteQpns
   bool in_sidr_index = false;
   std::uint16_t port_index = 0;       // fabric port index the connection runs on
   std::uint8_t retries_left = 0;
@@ -87,11 +88,10 @@ struct Cep {
   // ---- application -----------------------------------------------------------------------------
   Delivery delivery;
   void* context = nullptr;
-  std::uint32_t listen_slot = kNoSlot;   // the listen whose backlog this REQ counts against
+  BacklogRef backlog;                    // the listen whose backlog this REQ counts against
 
   // ---- intrusive links (slot indexes) -----------------------------------------------------------
   std::uint32_t dup_next = kNoSlot;      // duplicate-REQ index: (remote comm ID, remote CA GUID)
-  std::uint32_t qpn_next = kNoSlot;      // stale-connection index: (remote QPN, remote CA GUID)
   std::uint32_t sidr_next = kNoSlot;     // SIDR_REQs being answered: (request ID, sender)
 };
 

@@ -1,7 +1,7 @@
 // A bounded hash index from a remote key (a 32-bit ID and the remote CA GUID) to endpoints,
 // chained through a link member inside each Cep, so inserting and erasing never allocate.
-// Two instances serve the protocol: duplicate REQs by (remote comm ID, remote CA GUID) and stale
-// connections by (remote QPN, remote CA GUID).
+// It serves duplicate REQs by (remote comm ID, remote CA GUID); stale connections by remote QPN
+// cross shards and live in the engine's RemoteQpns instead.
 // Thread contract: the owning shard's thread only.
 #pragma once
 
@@ -75,9 +75,7 @@ class CepIndex {
 };
 
 inline RemoteKey remote_comm_key(const Cep& c) noexcept { return {c.remote_comm_id, c.remote_ca_guid}; }
-inline RemoteKey remote_qpn_key(const Cep& c) noexcept { return {c.remote_qpn, c.remote_ca_guid}; }
 
 using DuplicateReqIndex = CepIndex<remote_comm_key, &Cep::dup_next, &Cep::in_dup_index>;
-using StaleQpnIndex = CepIndex<remote_qpn_key, &Cep::qpn_next, &Cep::in_qpn_index>;
 
 }  // namespace fastcm::engine

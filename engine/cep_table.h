@@ -3,9 +3,19 @@
 //
 // Free slots are reused in FIFO order so a slot rests as long as possible between two owners: the
 // CID's short generation then tells stale MADs from current ones over the longest window.
-// Thread contract: the owning shard's thread only. Bounded: nothing allocates after construction.
+// Thread contract: the owning shard's thread only, except the attachment words (attached,
+// try_detach), which any thread may read and claim. Bounded: nothing allocates after construction.
+//
+// Attachment: each slot has one atomic word holding the slot's generation while the application
+// holds the endpoint, 0 otherwise. It is the one fact about an endpoint other threads need:
+// destroy() from any thread claims it with a compare-and-swap (so exactly one destroy wins), and
+// the shard reads it before starting each callback (so none starts after destroy returned).
+// A claim made on another thread leaves `generation | kDetachPending` until the shard has handled
+// it (complete_remote_detach): until then the slot is not reused, even if the endpoint is freed
+// meanwhile, so the claimant's request can name the slot without a generation race.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -21,6 +31,7 @@ class CepTable {
   CepTable(std::uint32_t capacity, std::uint32_t shard, CidLayout layout)
       : ceps_(std::make_unique<Cep[]>(capacity)),
         free_fifo_(std::make_unique<std::uint32_t[]>(capacity)),
+        attached_(std::make_unique<std::atomic<std::uint32_t>[]>(capacity)),
         capacity_(capacity),
         free_count_(capacity),
         shard_(shard),
@@ -48,14 +59,18 @@ class CepTable {
   // stale. The caller has already released the endpoint's MADs, timer and index entries.
   void free(Cep& cep) noexcept {
     const std::uint32_t slot = cep.slot;
+    // A slot whose remote detach is still on its way stays out of the free FIFO (parked) until
+    // complete_remote_detach(); otherwise the word is already 0 or becomes 0 here.
+    const bool park = (attached_[slot].load(std::memory_order_acquire) & kDetachPending) != 0;
+    if (!park) attached_[slot].store(0, std::memory_order_relaxed);
     const std::uint32_t generation = next_generation(cep.generation);
     cep.~Cep();
     new (&cep) Cep{};
     cep.slot = slot;
     cep.timer.slot = slot;
     cep.generation = generation;
-    free_fifo_[(free_head_ + free_count_) % capacity_] = slot;
-    ++free_count_;
+    cep.parked = park;
+    if (!park) push_free(slot);
   }
 
   // The live endpoint a wire CID names, or null (another shard's CID, unknown slot, or a slot
@@ -78,12 +93,66 @@ class CepTable {
   }
   [[nodiscard]] const Cep* find(Id id) const noexcept { return const_cast<CepTable*>(this)->find(id); }
 
+  // ---- attachment ------------------------------------------------------------------------------
+  // Hands the endpoint to the application. The owning shard's thread.
+  void attach(const Cep& cep) noexcept {
+    // Release: pairs with the acquire loads in attached() and try_detach() of other threads, which
+    // then see the endpoint as fully set up by the shard.
+    attached_[cep.slot].store(cep.generation, std::memory_order_release);
+  }
+  // Whether the application still holds the endpoint. The owning shard's thread.
+  [[nodiscard]] bool attached(const Cep& cep) const noexcept {
+    // Acquire: pairs with try_detach's CAS of another thread; once that CAS is ordered before this
+    // load, no callback starts.
+    return attached_[cep.slot].load(std::memory_order_acquire) == cep.generation;
+  }
+  // Whether `id` names an endpoint the application still holds. Any thread; a snapshot.
+  [[nodiscard]] bool attached(Id id) const noexcept {
+    const CidParts parts = layout_.decode(id.comm_id());
+    return parts.shard == shard_ && parts.slot < capacity_ && id.generation() != 0 &&
+           attached_[parts.slot].load(std::memory_order_acquire) == id.generation();  // pairs: attach()
+  }
+  // Takes the endpoint from the application: true for exactly one caller per attach. The endpoint
+  // stays live (its protocol side is finished by the caller). The owning shard's thread.
+  [[nodiscard]] bool try_detach(Id id) noexcept { return claim(id, 0); }
+
+  // try_detach from any other thread: the claim stays pending (the slot is not reused) until the
+  // shard calls complete_remote_detach(id). Any thread.
+  [[nodiscard]] bool try_detach_remote(Id id) noexcept { return claim(id, id.generation() | kDetachPending); }
+
+  // The shard's side of a remote detach: ends the pending claim (returning a parked slot to the
+  // free FIFO) and returns the endpoint if it is still live, else null. The owning shard's thread.
+  Cep* complete_remote_detach(Id id) noexcept {
+    Cep* cep = find(id);
+    const std::uint32_t slot = layout_.decode(id.comm_id()).slot;
+    attached_[slot].store(0, std::memory_order_relaxed);  // only the shard writes a pending word
+    if (ceps_[slot].parked) {
+      ceps_[slot].parked = false;
+      push_free(slot);
+    }
+    return cep;
+  }
+
   [[nodiscard]] Cep& at(std::uint32_t slot) noexcept { return ceps_[slot]; }
   [[nodiscard]] static Id id_of(const Cep& cep) noexcept { return Id::make(cep.local_comm_id, cep.generation); }
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] std::uint32_t in_use() const noexcept { return capacity_ - free_count_; }
 
  private:
+  static constexpr std::uint32_t kDetachPending = 1u << 31;  // generations stay below 2^31
+
+  [[nodiscard]] bool claim(Id id, std::uint32_t claimed) noexcept {
+    const CidParts parts = layout_.decode(id.comm_id());
+    if (parts.shard != shard_ || parts.slot >= capacity_ || id.generation() == 0) return false;
+    std::uint32_t expected = id.generation();
+    // acq_rel: acquires attach()'s release (the endpoint's setup) and releases this claim to the
+    // shard's acquire load in attached(const Cep&).
+    return attached_[parts.slot].compare_exchange_strong(expected, claimed, std::memory_order_acq_rel);
+  }
+  void push_free(std::uint32_t slot) noexcept {
+    free_fifo_[(free_head_ + free_count_) % capacity_] = slot;
+    ++free_count_;
+  }
   [[nodiscard]] std::uint32_t next(std::uint32_t i) const noexcept { return i + 1 == capacity_ ? 0 : i + 1; }
   // Generations stay below 2^31 (the top bit tags listen Ids, see listen_table.h), and those whose
   // low CID bits are zero are skipped so that no CID of slot 0, shard 0 is 0.
@@ -96,6 +165,7 @@ class CepTable {
 
   std::unique_ptr<Cep[]> ceps_;
   std::unique_ptr<std::uint32_t[]> free_fifo_;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> attached_;  // per slot: generation while attached, else 0
   std::uint32_t capacity_;
   std::uint32_t free_head_ = 0;
   std::uint32_t free_count_;

@@ -118,26 +118,14 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   // A new REQ from a QP the peer still uses in a connection with us: the peer lost that
   // connection. Reject the new one as stale and tear the old one down (12.9.8.3.2), also when the
   // old one is already in time-wait.
-  if (Cep* old = remote_qpns_.find({req.local_qpn, req.local_ca_guid})) {
+  if (const std::optional<Id> old = env_.remote_qpns.find({req.local_qpn, req.local_ca_guid})) {
     reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
                    mad::RejReason::stale_conn, {});
-    if (old->state == CepState::established) {
-      mad::Dreq dreq;
-      dreq.local_comm_id = old->local_comm_id;
-      dreq.remote_comm_id = old->remote_comm_id;
-      dreq.remote_qpn_eecn = old->remote_qpn;
-      old->transaction_id = next_tid_++ << 32 | old->local_comm_id;
-      if (send_and_keep(*old, dreq)) {
-        old->state = CepState::dreq_sent;
-        old->retries_left = old->max_cm_retries;
-        old->retry_timeout_ns = response_wait_ns(old->primary.packet_life_time, old->remote_cm_response_timeout);
-        arm_timer(*old, CepTimer::retransmit, old->retry_timeout_ns);
-      }
-    }
+    env_.outbox.notify_stale(*old);
     return;
   }
 
-  Listen* listen = env_.listens.match(req.service_id, local_port.port_num);
+  const Listen* listen = env_.listens.match(req.service_id, local_port.port_num);
   if (listen == nullptr) {
     reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
                    mad::RejReason::invalid_service_id, {});
@@ -154,17 +142,16 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
     apply_backlog_policy(buf, hdr, req, *listen);
     return;
   }
-  Cep* cep = table_.allocate();
+  Cep* cep = allocate_endpoint();
   if (cep == nullptr) {
-    env_.listens.release_backlog(env_.listens.slot_of(*listen));
+    env_.listens.release_backlog(listen->id);
     drop(port_index, DropReason::no_resources);
     reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
                    mad::RejReason::no_resources, {});
     return;
   }
-  cep->user_attached = true;
-  cep->delivery = listen->params.delivery;
-  cep->listen_slot = env_.listens.slot_of(*listen);
+  attach(*cep, listen->params.delivery, nullptr);
+  cep->backlog = listen->id;
   cep->port_index = port_index;
   cep->remote_comm_id = req.local_comm_id;
   cep->remote_ca_guid = req.local_ca_guid;
@@ -196,7 +183,8 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   cep->transaction_id = hdr.transaction_id;
   cep->state = CepState::req_rcvd;
   dup_reqs_.insert(*cep);
-  remote_qpns_.insert(*cep);
+  // Cannot collide: REQs from one remote QP all reach this shard, and the check above found none.
+  (void)claim_remote_qpn(*cep);
   keep_received(*cep, buf);
   if (env_.config.auto_mra_fraction > 0) {
     arm_timer(*cep, CepTimer::auto_mra,
@@ -206,7 +194,7 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   Event ev = event_of(EventType::req_received);
   ev.context = listen->params.context;
   ReqReceived& p = ev.params.emplace<ReqReceived>();
-  p.listen_id = env_.listens.id_of(*listen);
+  p.listen_id = listen->id;
   p.service_id = req.service_id;
   p.remote_ca_guid = req.local_ca_guid;
   p.remote_qpn = req.local_qpn;
@@ -297,13 +285,12 @@ void Protocol::reject(Cep& cep, mad::RejReason reason, std::span<const std::uint
     enter_timewait(cep);
   } else {
     dup_reqs_.erase(cep);
-    remote_qpns_.erase(cep);
+    release_remote_qpn(cep);
     cep.state = CepState::idle;
   }
 }
 
-void Protocol::on_rej(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rej& rej) {
-  const std::uint16_t port_index = buf.packet.addr.port_index;
+Cep* Protocol::rejected_endpoint(const mad::Rej& rej) noexcept {
   Cep* cep = table_.find_by_comm_id(rej.remote_comm_id);
   if (cep == nullptr && rej.reason == mad::RejReason::timeout && rej.rejected_info_length >= 8) {
     // An active side that times out before it learnt our ID names its REQ instead: its own comm
@@ -312,6 +299,17 @@ void Protocol::on_rej(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rej& re
     for (std::size_t i = 0; i < 8; ++i) ca = ca << 8 | rej.ari[i];
     cep = dup_reqs_.find({rej.local_comm_id, ca});
   }
+  return cep;
+}
+
+bool Protocol::holds_rejected_req(const MadBuf& buf) noexcept {
+  mad::Rej rej;
+  return mad::decode_body(mad::ConstMadSpan(buf.packet.mad), rej).ok() && rejected_endpoint(rej) != nullptr;
+}
+
+void Protocol::on_rej(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rej& rej) {
+  const std::uint16_t port_index = buf.packet.addr.port_index;
+  Cep* cep = rejected_endpoint(rej);
   if (cep == nullptr) return drop(port_index, DropReason::unknown_comm_id);
   switch (cep->state) {
     case CepState::req_sent:
@@ -326,7 +324,7 @@ void Protocol::on_rej(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rej& re
         enter_timewait(*cep);
       } else {
         dup_reqs_.erase(*cep);
-        remote_qpns_.erase(*cep);
+        release_remote_qpn(*cep);
         cep->state = CepState::idle;
       }
       break;
@@ -443,11 +441,13 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
   }
   // The same remote QP connected to us twice: the older connection is stale (12.9.8.3.1). REJ
   // the REP (hence rep_rcvd: the REJ names it) and tear the old connection down, as for a REQ.
-  if (Cep* old = remote_qpns_.find({rep.local_qpn, rep.local_ca_guid}); old != nullptr && old != cep) {
+  cep->remote_qpn = rep.local_qpn;
+  cep->remote_ca_guid = rep.local_ca_guid;
+  if (const std::optional<Id> old = claim_remote_qpn(*cep)) {
     cep->remote_comm_id = rep.local_comm_id;
     cep->state = CepState::rep_rcvd;
     reject(*cep, mad::RejReason::stale_conn, {}, {});
-    if (old->state == CepState::established) (void)disconnect(*old, {});
+    env_.outbox.notify_stale(*old);
     Event ev = event_of(EventType::rej_received);
     RejReceived& p = ev.params.emplace<RejReceived>();
     p.reason = static_cast<std::uint16_t>(mad::RejReason::stale_conn);
@@ -457,8 +457,6 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
   }
   cancel_timer(*cep);
   cep->remote_comm_id = rep.local_comm_id;
-  cep->remote_ca_guid = rep.local_ca_guid;
-  cep->remote_qpn = rep.local_qpn;
   cep->remote_qkey = rep.local_q_key;
   cep->local_psn = rep.starting_psn;
   // Crosswise, as for the REQ on the passive side.
@@ -471,7 +469,6 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
   cep->ece_vendor_id = rep.vendor_id();
   cep->transaction_id = hdr.transaction_id;
   cep->state = CepState::rep_rcvd;
-  remote_qpns_.insert(*cep);
   keep_received(*cep, buf);
   if (env_.config.auto_mra_fraction > 0) {
     arm_timer(*cep, CepTimer::auto_mra,

@@ -69,7 +69,7 @@ void Protocol::on_dreq(MadBuf& buf, const mad::MadHeader& hdr, const mad::Dreq& 
   cep->lap_state = LapState::idle;
   cep->transaction_id = hdr.transaction_id;
   keep_received(*cep, buf);
-  if (!cep->user_attached) {
+  if (!table_.attached(*cep)) {
     // Destroyed by the application while connected: answer for it.
     answer_dreq(*cep, {});
     return;

@@ -1,8 +1,10 @@
-// Where the protocol's output goes: MADs to the fabric, and events for poll delivery to their
-// EventQueue. Callbacks are called by the protocol itself (they run on its thread).
+// Where the protocol's output goes: MADs to the fabric, events for poll delivery to their
+// EventQueue, and what concerns other shards. Callbacks are called by the protocol itself (they run
+// on its thread).
 #pragma once
 
 #include "engine/mad_buf.h"
+#include "fastcm/engine.h"
 #include "fastcm/event.h"
 
 namespace fastcm {
@@ -30,6 +32,16 @@ class Outbox {
   // Whether enqueue() on `queue` would fail now. Lets a REQ meet its listen's backlog policy
   // before an endpoint is made for an event nobody could receive.
   [[nodiscard]] virtual bool queue_full(const EventQueue& queue) const noexcept = 0;
+
+  // The endpoint `stale` (found in RemoteQpns, possibly another shard's) is connected to a remote
+  // QP that just started a new connection: its owner must disconnect it (Protocol::on_stale).
+  // Never fails: the owner runs it at once or later.
+  virtual void notify_stale(Id stale) noexcept = 0;
+
+  // Runs `on_destroyed(ctx)` once no thread can still be inside a callback or poll for the endpoint
+  // the application just destroyed: at once when one thread drives every shard, else after every
+  // shard passed a quiescent point. Never fails; `on_destroyed` is not null.
+  virtual void retire(Engine::DestroyedFn on_destroyed, void* ctx) noexcept = 0;
 };
 
 }  // namespace fastcm::engine

@@ -47,7 +47,6 @@ Protocol::Protocol(const ProtocolEnv& env)
     : env_(env),
       table_(env.max_endpoints, env.shard, env.layout),
       dup_reqs_(table_),
-      remote_qpns_(table_),
       sidr_reqs_(table_),
       wheel_(TimerWheelConfig{.tick_shift = 10, .start_ns = env.clock.now_ns()}),
       counters_(std::make_unique<PortCounters[]>(env.ports.size())) {}
@@ -117,8 +116,8 @@ void Protocol::on_timer(Cep& cep) noexcept {
     case CepTimer::auto_mra: on_auto_mra_timeout(cep); break;
     case CepTimer::timewait: {
       dup_reqs_.erase(cep);
-      remote_qpns_.erase(cep);
-      if (!cep.user_attached) {
+      release_remote_qpn(cep);
+      if (!table_.attached(cep)) {
         free_endpoint(cep);
         return;
       }
@@ -268,7 +267,7 @@ void Protocol::keep_received(Cep& cep, MadBuf& buf) noexcept {
 }
 
 void Protocol::emit(Cep& cep, Event& event, MadBuf* mad) noexcept {
-  if (!cep.user_attached) return;
+  if (!table_.attached(cep)) return;
   event.id = CepTable::id_of(cep);
   if (event.context == nullptr) event.context = cep.context;
   event.mad = mad;
@@ -283,7 +282,7 @@ void Protocol::emit(Cep& cep, Event& event, MadBuf* mad) noexcept {
   running_callbacks_ = &frame;
   cep.delivery.handler(event, cep.delivery.handler_context);  // may destroy or reuse `cep`
   running_callbacks_ = frame.outer;
-  if (frame.destroyed && frame.on_destroyed != nullptr) frame.on_destroyed(frame.destroyed_context);
+  if (frame.destroyed && frame.on_destroyed != nullptr) env_.outbox.retire(frame.on_destroyed, frame.destroyed_context);
 }
 
 // ---- endpoint lifetime -------------------------------------------------------------------------
@@ -296,12 +295,12 @@ Cep* Protocol::find_local(std::uint16_t port_index, std::uint32_t our_comm_id) n
 
 Cep* Protocol::find_user(Id id) noexcept {
   Cep* cep = table_.find(id);
-  return cep != nullptr && cep->user_attached ? cep : nullptr;
+  return cep != nullptr && table_.attached(*cep) ? cep : nullptr;
 }
 
 const Cep* Protocol::find_user(Id id) const noexcept {
   const Cep* cep = table_.find(id);
-  return cep != nullptr && cep->user_attached ? cep : nullptr;
+  return cep != nullptr && table_.attached(*cep) ? cep : nullptr;
 }
 
 std::optional<CepState> Protocol::state_of(Id id) const noexcept {
@@ -310,9 +309,28 @@ std::optional<CepState> Protocol::state_of(Id id) const noexcept {
 }
 
 void Protocol::leave_backlog(Cep& cep) noexcept {
-  if (cep.listen_slot == kNoSlot) return;
-  env_.listens.release_backlog(cep.listen_slot);
-  cep.listen_slot = kNoSlot;
+  if (cep.backlog.empty()) return;
+  env_.listens.release_backlog(cep.backlog);
+  cep.backlog = {};
+}
+
+std::optional<Id> Protocol::claim_remote_qpn(Cep& cep) noexcept {
+  const Id self = CepTable::id_of(cep);
+  const std::optional<Id> other = env_.remote_qpns.claim({cep.remote_qpn, cep.remote_ca_guid}, self);
+  cep.in_qpn_index = !other.has_value();
+  return other;
+}
+
+void Protocol::release_remote_qpn(Cep& cep) noexcept {
+  if (!cep.in_qpn_index) return;
+  env_.remote_qpns.release({cep.remote_qpn, cep.remote_ca_guid}, CepTable::id_of(cep));
+  cep.in_qpn_index = false;
+}
+
+void Protocol::attach(Cep& cep, const Delivery& delivery, void* context) noexcept {
+  cep.delivery = delivery;
+  cep.context = context;
+  table_.attach(cep);
 }
 
 void Protocol::enter_timewait(Cep& cep) noexcept {
@@ -328,24 +346,30 @@ void Protocol::enter_timewait(Cep& cep) noexcept {
 void Protocol::free_endpoint(Cep& cep) noexcept {
   cancel_timer(cep);
   dup_reqs_.erase(cep);
-  remote_qpns_.erase(cep);
+  release_remote_qpn(cep);
   sidr_reqs_.erase(cep);
   leave_backlog(cep);
   release(env_.pool, cep.sent);
   release(env_.pool, cep.received);
   cep.sent = cep.received = nullptr;
   table_.free(cep);
+  env_.budget.give();
+}
+
+Cep* Protocol::allocate_endpoint() noexcept {
+  if (!env_.budget.take()) return nullptr;
+  Cep* cep = table_.allocate();
+  if (cep == nullptr) env_.budget.give();
+  return cep;
 }
 
 // ---- commands shared by every state ------------------------------------------------------------
 
 Status Protocol::create_id(const Delivery& delivery, void* context, Id& out) noexcept {
   if ((delivery.handler == nullptr) == (delivery.queue == nullptr)) return Status::invalid_argument;
-  Cep* cep = table_.allocate();
+  Cep* cep = allocate_endpoint();
   if (cep == nullptr) return Status::no_resources;
-  cep->user_attached = true;
-  cep->delivery = delivery;
-  cep->context = context;
+  attach(*cep, delivery, context);
   out = CepTable::id_of(*cep);
   return Status::ok;
 }
@@ -366,9 +390,8 @@ Status Protocol::last_private_data(Id id, std::span<const std::uint8_t>& out) co
 }
 
 Status Protocol::destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {
-  Cep* cep = find_user(id);
-  if (cep == nullptr) return Status::stale_id;
-  cep->user_attached = false;
+  if (!table_.try_detach(id)) return Status::stale_id;
+  Cep* cep = table_.find(id);
   abandon(*cep);  // the protocol side: REJ, DREQ, DREP or time-wait as the state requires
   for (CallbackFrame* f = running_callbacks_; f != nullptr; f = f->outer) {
     if (f->id == id) {
@@ -378,8 +401,19 @@ Status Protocol::destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noe
       return Status::ok;
     }
   }
-  if (on_destroyed != nullptr) on_destroyed(ctx);
+  if (on_destroyed != nullptr) env_.outbox.retire(on_destroyed, ctx);
   return Status::ok;
+}
+
+void Protocol::destroy_detached(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {
+  // Still live unless its time-wait ended (or its SIDR answer went out) since the detach.
+  if (Cep* cep = table_.complete_remote_detach(id)) abandon(*cep);
+  if (on_destroyed != nullptr) env_.outbox.retire(on_destroyed, ctx);
+}
+
+void Protocol::on_stale(Id id) noexcept {
+  Cep* cep = table_.find(id);
+  if (cep != nullptr && cep->state == CepState::established) (void)disconnect(*cep, {});
 }
 
 }  // namespace fastcm::engine

@@ -23,12 +23,14 @@
 #include "engine/cep_index.h"
 #include "engine/cep_table.h"
 #include "engine/cid.h"
-#include "engine/listen_table.h"
+#include "engine/endpoint_budget.h"
+#include "engine/listens.h"
 #include "engine/mad/cm_messages.h"
 #include "engine/mad/codec.h"
 #include "engine/mad/mad_header.h"
 #include "engine/mad_buf.h"
 #include "engine/outbox.h"
+#include "engine/remote_qpns.h"
 #include "engine/sidr_req_index.h"
 #include "engine/timer_wheel.h"
 #include "fastcm/clock.h"
@@ -43,11 +45,13 @@ struct ProtocolEnv {
   const Clock& clock;
   MadPool& pool;
   Outbox& outbox;
-  ListenTable& listens;
+  Listens& listens;
+  RemoteQpns& remote_qpns;
+  EndpointBudget& budget;
   EngineConfig config;
   std::uint32_t shard = 0;
   CidLayout layout{1, 0};
-  std::uint32_t max_endpoints = 0;  // this shard's share
+  std::uint32_t max_endpoints = 0;  // this shard's table (the budget bounds all shards together)
 };
 
 class Protocol {
@@ -79,7 +83,17 @@ class Protocol {
   Status send_sidr_req(Id id, const SidrReqParams& p) noexcept;
   Status send_sidr_rep(Id id, const SidrRepParams& p) noexcept;
   Status establish(Id id) noexcept;
+  // Destroy on the shard's own thread (also from a callback): detaches and abandons the endpoint.
   Status destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
+  // The shard's part of a destroy another thread started by winning table().try_detach_remote(id):
+  // abandons the endpoint if it is still live, then retires on_destroyed.
+  void destroy_detached(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
+  // Another shard found `id` stale (Outbox::notify_stale): disconnect it if still established.
+  void on_stale(Id id) noexcept;
+  // Whether `buf`, a REJ naming no endpoint by our comm ID (a REJ "timeout" from an active side
+  // that never learnt it), rejects a REQ this shard holds. The router offers such REJs to each
+  // shard in turn.
+  [[nodiscard]] bool holds_rejected_req(const MadBuf& buf) noexcept;
   Status init_qp_attr(Id id, QpState state, QpAttr& out) const noexcept;
   Status last_private_data(Id id, std::span<const std::uint8_t>& out) const noexcept;
   Status connection_info(Id id, ConnectionInfo& out) const noexcept;
@@ -88,11 +102,23 @@ class Protocol {
   [[nodiscard]] const PortCounters& counters(std::size_t port_index) const noexcept {
     return counters_[port_index];
   }
+  [[nodiscard]] std::span<const PortCounters> all_counters() const noexcept {
+    return {counters_.get(), env_.ports.size()};
+  }
+  // Whether a callback for `id` is running on this thread right now (destroy_sync cannot wait for
+  // its own caller).
+  [[nodiscard]] bool in_callback_of(Id id) const noexcept {
+    for (const CallbackFrame* f = running_callbacks_; f != nullptr; f = f->outer) {
+      if (f->id == id) return true;
+    }
+    return false;
+  }
   [[nodiscard]] std::uint32_t endpoints_in_use() const noexcept { return table_.in_use(); }
   // The state of a live endpoint (tests and tools); nullopt for a stale Id.
   [[nodiscard]] std::optional<CepState> state_of(Id id) const noexcept;
-  // Whether `id` names a live endpoint the application has not destroyed.
-  [[nodiscard]] bool attached(Id id) const noexcept { return find_user(id) != nullptr; }
+  // The endpoint table: its attachment words may be used from any thread (cep_table.h).
+  [[nodiscard]] CepTable& table() noexcept { return table_; }
+  [[nodiscard]] const CepTable& table() const noexcept { return table_; }
 
  private:
   // ---- handlers, one per message ---------------------------------------------------------------
@@ -166,10 +192,20 @@ class Protocol {
   // The protocol side of destroy: REJ before establishment, DREQ when established, DREP to a
   // pending DREQ; the endpoint is freed now or when its time-wait ends.
   void abandon(Cep& cep) noexcept;
+  // A fresh endpoint within the engine's budget, or null (table or budget exhausted).
+  Cep* allocate_endpoint() noexcept;
   // Returns the endpoint to the free list: releases its MADs, timer, index entries and backlog
   // count. Runs when time-wait ends, or at once for endpoints that never left idle.
   void free_endpoint(Cep& cep) noexcept;
   void leave_backlog(Cep& cep) noexcept;
+  // Records the endpoint's remote QP in RemoteQpns (see remote_qpns.h); the Id recorded for it
+  // before when that is another endpoint's (the new connection is stale), else nullopt.
+  std::optional<Id> claim_remote_qpn(Cep& cep) noexcept;
+  void release_remote_qpn(Cep& cep) noexcept;
+  // Hands a new endpoint to the application with `delivery` and `context`.
+  void attach(Cep& cep, const Delivery& delivery, void* context) noexcept;
+  // The endpoint a REJ rejects: named by our comm ID, or by the REQ's key for a REJ "timeout".
+  Cep* rejected_endpoint(const mad::Rej& rej) noexcept;
   // The live endpoint that a received message's "remote comm ID" names, counting unknown IDs.
   Cep* find_local(std::uint16_t port_index, std::uint32_t our_comm_id) noexcept;
   Cep* find_user(Id id) noexcept;  // live and still attached to the application
@@ -186,7 +222,6 @@ class Protocol {
   ProtocolEnv env_;
   CepTable table_;
   DuplicateReqIndex dup_reqs_;
-  StaleQpnIndex remote_qpns_;
   SidrReqIndex sidr_reqs_;
   TimerWheel wheel_;
   std::unique_ptr<PortCounters[]> counters_;
@@ -194,7 +229,8 @@ class Protocol {
 
   // The callbacks running right now, innermost first (a callback may cause another endpoint's
   // event). destroy() of an endpoint whose callback is running records on_destroyed in its frame,
-  // and emit() runs it once the callback has returned; any other destroy runs it at once.
+  // and emit() retires it (Outbox::retire) once the callback has returned; any other destroy
+  // retires it at once.
   struct CallbackFrame {
     Id id;
     Engine::DestroyedFn on_destroyed = nullptr;

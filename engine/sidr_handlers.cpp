@@ -77,7 +77,7 @@ void Protocol::on_sidr_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Si
     ++message_counters(port_index, hdr.attribute_id).duplicate;
     return drop(port_index, DropReason::duplicate);
   }
-  Listen* listen = env_.listens.match(req.service_id, local_port.port_num);
+  const Listen* listen = env_.listens.match(req.service_id, local_port.port_num);
   if (listen == nullptr) return answer(mad::SidrStatus::service_id_unsupported);
   // Unanswered SIDR_REQs count against the listen's backlog like REQs. SIDR has no MRA, so the
   // mra policy drops like the drop policy: the requester retries.
@@ -86,14 +86,13 @@ void Protocol::on_sidr_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Si
     if (listen->params.backlog_policy == BacklogPolicy::reject) answer(mad::SidrStatus::rejected);
     return;
   }
-  Cep* cep = table_.allocate();
+  Cep* cep = allocate_endpoint();
   if (cep == nullptr) {
-    env_.listens.release_backlog(env_.listens.slot_of(*listen));
+    env_.listens.release_backlog(listen->id);
     return drop(port_index, DropReason::no_resources);  // the requester retries
   }
-  cep->user_attached = true;
-  cep->delivery = listen->params.delivery;
-  cep->listen_slot = env_.listens.slot_of(*listen);
+  attach(*cep, listen->params.delivery, nullptr);
+  cep->backlog = listen->id;
   cep->port_index = port_index;
   cep->service_id = req.service_id;
   cep->sidr_request_id = req.request_id;
@@ -107,7 +106,7 @@ void Protocol::on_sidr_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Si
   Event ev = event_of(EventType::sidr_req_received);
   ev.context = listen->params.context;
   ev.params.emplace<SidrReqReceived>(SidrReqReceived{
-      .listen_id = env_.listens.id_of(*listen),
+      .listen_id = listen->id,
       .service_id = req.service_id,
       .pkey = req.partition_key,
       .port = local_port.port_num,

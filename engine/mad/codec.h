@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <variant>
 
 #include "engine/mad/cm_messages.h"
@@ -100,6 +101,28 @@ template <typename H, typename Visitor>
   requires std::is_same_v<std::remove_const_t<H>, MadHeader>
 constexpr void visit_header_fields(H& header, Visitor&& v) {
   MadHeaderLayout::visit(header, {}, 0, v);
+}
+
+// One field of message M read from a MAD's CM data without validation.
+template <auto Member>
+[[nodiscard]] constexpr auto peek(ConstMadSpan mad) noexcept {
+  using Msg = typename detail::MemberOf<decltype(Member)>::Class;
+  return []<typename... Fs>(FieldList<Fs...>*, const std::uint8_t* base) {
+    typename detail::MemberOf<decltype(Member)>::Member value{};
+    (void)((
+        [&] {
+          if constexpr (requires { Fs::kMember; }) {
+            if constexpr (std::is_same_v<std::remove_cv_t<decltype(Fs::kMember)>, decltype(Member)>) {
+              if (Fs::kMember == Member) {
+                value = Fs::peek(base);
+                return true;
+              }
+            }
+          }
+          return false;
+        }() || ...));
+    return value;
+  }(static_cast<typename WireLayout<Msg>::Fields*>(nullptr), mad.data() + kMadHeaderSize);
 }
 
 }  // namespace fastcm::mad

@@ -124,7 +124,13 @@ struct Field {
   using Bits = BitSpan<Byte, Bit, Width>;
   using Class = typename detail::MemberOf<decltype(Member)>::Class;
   using Value = typename detail::MemberOf<decltype(Member)>::Member;
+  static constexpr auto kMember = Member;
   static constexpr std::size_t kEnd = Bits::kEnd;
+
+  // The field's value straight from the wire, unchecked (see mad::peek).
+  [[nodiscard]] static constexpr Value peek(const std::uint8_t* base) noexcept {
+    return detail::from_raw<Value>(Bits::read(base));
+  }
 
   static constexpr CodecStatus encode(const Class& msg, std::uint8_t* base) noexcept {
     const std::uint64_t raw = detail::to_raw(msg.*Member);

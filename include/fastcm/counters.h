@@ -23,6 +23,7 @@ enum class DropReason : std::uint8_t {
   backlog_full,         // listen backlog full under the drop policy
   queue_full,           // an EventQueue was full
   wrong_port,           // the MAD arrived on a port the endpoint is not bound to
+  inbox_full,           // the owning shard's inbox was full (overload: the peer retries)
   count_
 };
 
@@ -36,6 +37,7 @@ enum class DropReason : std::uint8_t {
     case DropReason::backlog_full: return "backlog_full";
     case DropReason::queue_full: return "queue_full";
     case DropReason::wrong_port: return "wrong_port";
+    case DropReason::inbox_full: return "inbox_full";
     case DropReason::count_: break;
   }
   return "unknown";

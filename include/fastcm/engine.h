@@ -1,10 +1,20 @@
 // fastcm::Engine: the Communication Manager over one Fabric (the ports of one HCA, or several).
 //
-// Thread contract (this version runs the protocol inline): every call, and progress(), must be
-// made from one thread at a time — the thread that drives the engine. Callbacks run inside
-// progress() or inside the API call that caused them, on that thread, and API calls made from a
-// callback execute inline and return their status synchronously. The sharded engine (DESIGN.md)
-// keeps these signatures and widens the contract to any thread.
+// The engine runs EngineConfig::shards protocol shards (DESIGN.md): each owns the endpoints whose
+// IDs carry its shard bits, its timers and its indexes; received MADs are routed to their shard by
+// one poller per port. Two ways to run them (EngineConfig::threading):
+//
+// - Threading::workers: one thread per shard and one poller thread per port, started by create()
+//   and joined by the destructor; progress() does nothing. Every call may be made from any thread.
+//   A call on an endpoint is executed by its shard and returns that shard's answer; from inside a
+//   callback it runs inline when the endpoint belongs to the callback's shard (always true for the
+//   endpoint the event is about) and returns Status::would_deadlock for another shard's endpoint,
+//   except destroy(), which works from anywhere. Callbacks of one endpoint never overlap; those of
+//   different shards run at the same time.
+// - Threading::caller: nothing runs unless the caller drives progress(), which polls every port and
+//   runs every shard on the calling thread (an SPDK-style reactor, or a test with a virtual clock).
+//   Every call, and progress(), must come from one thread at a time; callbacks run inside
+//   progress() or inside the API call that caused them, and calls made from them execute inline.
 //
 // Ownership: the Engine borrows the Fabric and the Clock; both must outlive it. Ids are values
 // (see fastcm/id.h). Events borrow received MADs (see fastcm/event.h).
@@ -46,23 +56,42 @@ struct ListenParams {
   void* context = nullptr;                // Event::context of REQ/SIDR_REQ events for this listen
 };
 
+enum class Threading : std::uint8_t { workers, caller };
+
+// Who initializes DPDK's EAL (DESIGN.md "DPDK"): the engine (once per process, without hugepages,
+// shared config, PCI or telemetry; later engines reuse it) or the embedding application, which
+// must have called rte_eal_init before Engine::create. EAL offers no reliable "already
+// initialized" query, so the application says which.
+enum class EalOwner : std::uint8_t { engine, application };
+
 struct EngineConfig {
-  std::uint32_t max_endpoints = 1u << 16;    // connection endpoints, time-wait included
+  std::uint32_t shards = 1;                  // 1..kMaxShards; CIDs carry the shard bits
+  Threading threading = Threading::workers;
+  EalOwner eal = EalOwner::engine;
+  std::uint32_t shard_inbox = 4096;          // received MADs queued per shard, at most
+  std::uint32_t max_endpoints = 1u << 16;    // connection endpoints of all shards, time-wait included
   std::uint32_t max_listens = 256;
   std::uint32_t mad_buffers = 1u << 14;      // pooled MADs: sent awaiting retry, and received
   // Automatic MRA: when the application has not answered a REQ (or a REP) within this fraction of
   // the peer's CM response timeout, the engine sends an MRA for it. 0 disables.
   double auto_mra_fraction = 0.5;
   std::uint8_t mra_service_timeout = 24;     // exponent sent in automatic and backlog MRAs
+  std::uint32_t idle_spins = 64;             // empty polls (with a yield) before a worker sleeps
 };
+
+inline constexpr std::uint32_t kMaxShards = 64;
 
 class Engine {
  public:
-  // Creates an engine over `fabric`'s ports. Returns null when the configuration is out of range.
+  // Creates an engine over `fabric`'s ports. Returns null when the configuration is out of range
+  // or DPDK cannot be used (EAL failed to start, or EalOwner::application without an EAL).
   static std::unique_ptr<Engine> create(Fabric& fabric, const Clock& clock, const EngineConfig& config);
+  // Stops the workers (if any) and frees everything: no callback runs once it returns. Must not be
+  // called from a callback.
   virtual ~Engine() = default;
 
-  // Processes received MADs and expired timers; returns how many MADs and timers it handled.
+  // Threading::caller: polls every port once, then runs every shard (queued MADs and commands,
+  // expired timers); returns how much it did (0: idle). Threading::workers: does nothing, returns 0.
   virtual std::size_t progress() = 0;
   // The clock time of the earliest pending protocol timer, or nullopt when none is armed: an idle
   // driver may sleep until then (or until the fabric's rx event fd wakes it).
@@ -107,15 +136,22 @@ class Engine {
   // Destroys the endpoint or listen: the protocol side follows the spec (REJ before
   // establishment, DREQ when established, then time-wait before the ID is reused). Returns at once;
   // no callback for `id` starts afterwards, nor does poll return an event for it;
-  // `on_destroyed(ctx)` runs exactly once, after any callback in flight has returned.
-  // Errors: stale_id.
+  // `on_destroyed(ctx)` runs exactly once, after any callback in flight has returned and every
+  // shard has passed a quiescent point (with Threading::caller: at once, or when the running
+  // callback of `id` returns). Any thread, also from a callback. Errors: stale_id.
   using DestroyedFn = void (*)(void* ctx);
   virtual Status destroy(Id id, DestroyedFn on_destroyed = nullptr, void* ctx = nullptr) = 0;
+  // destroy() that returns only once on_destroyed would have run. From a callback (a shard's
+  // thread) it cannot wait for the shards and returns would_deadlock, destroying nothing.
+  // Errors: stale_id, would_deadlock.
+  virtual Status destroy_sync(Id id) = 0;
 
   // ---- events and MADs -----------------------------------------------------------------------
-  // A bounded queue for poll delivery. Owned by the engine; lives until the engine is destroyed.
+  // A bounded queue for poll delivery (1..2^20 events). Owned by the engine; lives until the engine
+  // is destroyed. Null for a capacity out of range. Any thread.
   virtual EventQueue* create_event_queue(std::uint32_t capacity) = 0;
   // Takes up to events.size() events; each must be given back with release(event). Never blocks.
+  // Any thread, but one at a time per queue.
   // Events of an endpoint destroyed after they were queued are not returned (as no callback
   // starts after destroy); their MADs are released.
   virtual std::size_t poll(EventQueue& queue, std::span<Event> events) = 0;
@@ -125,12 +161,17 @@ class Engine {
   virtual void release(const Event& event) = 0;
 
   // ---- observability -------------------------------------------------------------------------
-  // A snapshot of the per-port counters (port numbers are 1-based; index 0 is unused).
+  // The per-port counters summed over the shards (port numbers are 1-based; index 0 is unused).
+  // Any thread, without stopping the shards: each shard's part is consistent as of the end of its
+  // last batch.
   virtual void counters(std::span<PortCounters> out) const = 0;
+  // One shard's per-port counters, as counters() (shard < EngineConfig::shards; else all zero).
+  virtual void shard_counters(std::uint32_t shard, std::span<PortCounters> out) const = 0;
   // Pooled MADs taken right now (at most EngineConfig::mad_buffers): sent MADs kept for
-  // retransmission, each endpoint's last received MAD, events queued for poll or retained. 0 once
-  // no endpoint is live and no event holds a MAD, so tests and tools can check for leaks. A
-  // snapshot that never fails; thread contract as for every call (the driving thread).
+  // retransmission, each endpoint's last received MAD, events queued for poll or retained, MADs
+  // waiting in a shard's inbox. 0 once no endpoint is live and no event holds a MAD, so tests and
+  // tools can check for leaks (the pollers' empty receive buffers are not counted). Any thread; a
+  // snapshot, exact when the engine is idle.
   [[nodiscard]] virtual std::uint32_t mad_buffers_in_use() const = 0;
 };
 

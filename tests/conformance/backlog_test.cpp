@@ -51,10 +51,12 @@ class Backlog : public ConnectScenario {
     lp.delivery = server().delivery();
     ASSERT_EQ(server().engine().listen(lp, listen_id_), Status::ok);
   }
-  // The first connection fills the backlog, then the second REQ goes out; both at time 0.
+  // The first connection fills the backlog, then the second REQ goes out; both at time 0. The
+  // first is handled before the second is sent: shards need not take REQs in arrival order.
   void fill_then_connect_second() {
     accept_ = false;
     first_ = connect();
+    cluster_.settle();
     ReqParams p = req_params();
     p.qpn = kClientQpn + 1;  // a different QP: not a stale connection of the first
     second_ = connect(p);

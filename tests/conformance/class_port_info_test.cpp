@@ -13,6 +13,7 @@
 #include "fabric/loopback/loopback_fabric.h"
 #include "fastcm/clock.h"
 #include "fastcm/engine.h"
+#include "tests/conformance/harness.h"
 
 namespace fastcm::test {
 namespace {
@@ -21,7 +22,7 @@ class ClassPortInfoTest : public ::testing::Test {
  protected:
   ClassPortInfoTest()
       : fabric_(loopback::LoopbackConfig::two_hcas(1), clock_),
-        engine_(Engine::create(fabric_.hca(0), clock_, EngineConfig{})) {}
+        engine_(make_engine(fabric_.hca(0), clock_, EngineConfig{})) {}
 
   // Sends a ClassPortInfo MAD with `method` from the tool to the engine, lets the engine run, and
   // returns every MAD that came back to the tool.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -24,6 +25,22 @@ namespace fastcm::test {
 // The engine size the scenarios run with: a few connections need no more, and the default tables
 // (64 Ki endpoints) cost ~0.5 s of setup per test under TSan.
 inline constexpr EngineConfig kTestEngine{.max_endpoints = 256, .mad_buffers = 1024};
+
+// The suite runs unchanged over every shard count: FASTCM_TEST_SHARDS picks it (ctest registers the
+// suite at 1, 2 and 4 shards), and the test's thread drives the engine so the virtual clock rules.
+inline EngineConfig suite_config(EngineConfig config) {
+  config.threading = Threading::caller;
+  if (const char* shards = std::getenv("FASTCM_TEST_SHARDS")) {
+    config.shards = static_cast<std::uint32_t>(std::strtoul(shards, nullptr, 10));
+  }
+  return config;
+}
+
+inline std::unique_ptr<Engine> make_engine(Fabric& fabric, const Clock& clock, const EngineConfig& config) {
+  auto engine = Engine::create(fabric, clock, suite_config(config));
+  EXPECT_NE(engine, nullptr) << "Engine::create refused the configuration";
+  return engine;
+}
 
 // An event with everything it borrowed copied out, so tests can look at it after the callback.
 struct RecordedEvent {
@@ -62,7 +79,7 @@ inline RecordedEvent record(const Event& e) {
 class Peer {
  public:
   Peer(Fabric& fabric, const Clock& clock, const EngineConfig& config)
-      : engine_(Engine::create(fabric, clock, config)) {}
+      : engine_(make_engine(fabric, clock, config)) {}
 
   [[nodiscard]] Engine& engine() { return *engine_; }
   [[nodiscard]] const std::vector<RecordedEvent>& events() const { return events_; }

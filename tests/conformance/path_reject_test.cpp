@@ -11,6 +11,7 @@
 #include "fabric/loopback/loopback_fabric.h"
 #include "fastcm/clock.h"
 #include "fastcm/engine.h"
+#include "tests/conformance/harness.h"
 
 namespace fastcm::test {
 namespace {
@@ -23,7 +24,7 @@ class PathReject : public ::testing::Test {
  protected:
   PathReject()
       : fabric_(loopback::LoopbackConfig::two_hcas(1), clock_),
-        engine_(Engine::create(fabric_.hca(0), clock_, EngineConfig{.max_endpoints = 16, .mad_buffers = 64})) {
+        engine_(make_engine(fabric_.hca(0), clock_, EngineConfig{.max_endpoints = 16, .mad_buffers = 64})) {
     ListenParams lp;
     lp.service_id = kService;
     lp.delivery.handler = &ignore_event;

@@ -1,0 +1,34 @@
+// The engine-wide bound on live endpoints (EngineConfig::max_endpoints), shared by the shards.
+//
+// Each shard's table has room for more than its even share, so that REQs hashed unevenly across
+// shards still find a slot; this budget keeps the total at the configured bound, exactly as one
+// table would. It is touched twice per endpoint (allocate, free), never per MAD.
+// Thread contract: any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace fastcm::engine {
+
+class EndpointBudget {
+ public:
+  explicit EndpointBudget(std::uint32_t limit) noexcept : limit_(limit) {}
+
+  // Takes one endpoint; false, taking nothing, when all are taken.
+  [[nodiscard]] bool take() noexcept {
+    // Relaxed: a count, nothing is published through it (the endpoint lives in its shard).
+    std::uint32_t used = used_.load(std::memory_order_relaxed);
+    do {
+      if (used >= limit_) return false;
+    } while (!used_.compare_exchange_weak(used, used + 1, std::memory_order_relaxed));
+    return true;
+  }
+  void give() noexcept { used_.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  std::uint32_t limit_;
+  std::atomic<std::uint32_t> used_{0};
+};
+
+}  // namespace fastcm::engine

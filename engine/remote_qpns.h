@@ -1,0 +1,47 @@
+// The remote QPs this engine is connected to, across all shards: the stale-connection check of
+// IBTA 12.9.8.3.2 (a REQ or REP from a remote QP we still consider connected means the peer lost
+// that connection).
+//
+// The passive side's REQs from one remote QP all land on one shard (DESIGN.md routing), but an
+// active side's REP arrives on the shard of the endpoint that sent the REQ, and the connection it
+// collides with may live on any shard. Entries are written at most once per connection (when it
+// is accepted or its REP arrives) and erased when the endpoint is freed: never per MAD.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "fastcm/id.h"
+#include "fastcm/types.h"
+
+namespace fastcm::engine {
+
+struct RemoteQpnKey {
+  Qpn qpn = 0;
+  Guid ca_guid = 0;
+  friend constexpr bool operator==(const RemoteQpnKey&, const RemoteQpnKey&) = default;
+};
+
+class RemoteQpns {
+ public:
+  RemoteQpns() = default;
+  RemoteQpns(const RemoteQpns&) = delete;
+  RemoteQpns& operator=(const RemoteQpns&) = delete;
+  virtual ~RemoteQpns() = default;
+
+  // The endpoint recorded for `key`, or nullopt. Thread contract: any thread.
+  [[nodiscard]] virtual std::optional<Id> find(RemoteQpnKey key) const noexcept = 0;
+
+  // Records `owner` for `key` unless another endpoint is recorded: returns nullopt when `owner`
+  // is now recorded (or already was), else the Id recorded before, changing nothing. False
+  // positives are impossible; when the table is full (more claims than the endpoints it was sized
+  // for) it records nothing and returns nullopt, so the stale check is skipped, never wrong.
+  // Thread contract: any thread, concurrently.
+  [[nodiscard]] virtual std::optional<Id> claim(RemoteQpnKey key, Id owner) noexcept = 0;
+
+  // Forgets `key` if it is recorded for `owner`; otherwise does nothing. Thread contract: any
+  // thread, concurrently.
+  virtual void release(RemoteQpnKey key, Id owner) noexcept = 0;
+};
+
+}  // namespace fastcm::engine

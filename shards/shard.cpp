@@ -1,0 +1,289 @@
+#include "shards/shard.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <array>
+#include <ctime>
+#include <string>
+
+#include "shards/mpsc_event_queue.h"
+#include "shards/wait_word.h"
+
+namespace fastcm::shards {
+
+namespace {
+
+static_assert(sizeof(std::uintptr_t) == 8, "inbox items pack slot and generation into a word");
+
+constexpr std::size_t kBurst = 32;
+// A batch takes at most this many bursts, so timers, quiescent states and counter snapshots keep
+// coming under a flood.
+constexpr int kBurstsPerBatch = 8;
+// Room in the inbox beyond the MADs: every control item (destroys, stale notices, commands of
+// waiting threads) fits without waiting in all but pathological cases (post_control yields then).
+constexpr std::uint32_t kControlHeadroom = 1024;
+constexpr std::uint64_t kRetryReclaimNs = 1'000'000;
+
+thread_local const Shard* tls_worker_shard = nullptr;
+
+std::string defer_queue_name(std::uint32_t shard) {
+  static std::atomic<std::uint32_t> engines{0};
+  return "fcm_dq" + std::to_string(engines.fetch_add(1, std::memory_order_relaxed)) + "_" + std::to_string(shard);
+}
+
+}  // namespace
+
+Shard::Shard(const ShardEnv& env, ShardSet& set)
+    : env_(env),
+      set_(set),
+      protocol_(engine::ProtocolEnv{.ports = env.fabric.ports(),
+                                    .clock = env.clock,
+                                    .pool = env.pool,
+                                    .outbox = *this,
+                                    .listens = env.listens,
+                                    .remote_qpns = env.remote_qpns,
+                                    .budget = env.budget,
+                                    .config = env.config,
+                                    .shard = env.index,
+                                    .layout = env.layout,
+                                    .max_endpoints = env.endpoints}),
+      inbox_(env.config.shard_inbox + env.endpoints + kControlHeadroom, env.index),
+      retired_(env.epoch, 2 * env.endpoints + kControlHeadroom, defer_queue_name(env.index), false),
+      snapshot_(env.fabric.ports().size()),
+      pending_destroys_(std::make_unique<PendingDestroy[]>(env.endpoints)),
+      mad_credits_(env.config.shard_inbox) {}
+
+Shard::~Shard() {
+  // Whatever is still queued: MADs go back to the pool; control items cannot be left (the engine
+  // stops its API users before it destroys shards, and destroys are handled by the last batch).
+  std::array<void*, kBurst> items;
+  while (const std::size_t n = inbox_.dequeue_burst(items)) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto word = reinterpret_cast<std::uintptr_t>(items[i]);
+      if ((word & kTagMask) == kMad || (word & kTagMask) == kMadChain) {
+        engine::release(env_.pool, reinterpret_cast<engine::MadBuf*>(word & ~kTagMask));
+      }
+    }
+  }
+}
+
+bool Shard::owned_by_caller() const noexcept { return set_.caller_driven() || tls_worker_shard == this; }
+
+bool Shard::on_worker_thread() noexcept { return tls_worker_shard != nullptr; }
+
+// ---- the shard's thread ----------------------------------------------------------------------
+
+std::size_t Shard::run_batch() noexcept {
+  std::array<void*, kBurst> items;
+  std::size_t work = 0;
+  std::int64_t mads = 0;
+  for (int burst = 0; burst < kBurstsPerBatch; ++burst) {
+    const std::size_t n = inbox_.dequeue_burst(items);
+    if (n == 0) break;
+    mads += handle_all(std::span<void* const>(items.data(), n));
+    work += n;
+  }
+  if (mads > 0) mad_credits_.fetch_add(mads, std::memory_order_relaxed);
+  work += protocol_.on_timers();
+  // Nothing of the listen snapshot (or any retired object) is held past this point.
+  env_.epoch.quiescent(env_.index);
+  work += retired_.reclaim();
+  if (work > 0) snapshot_.publish(protocol_.all_counters());
+  return work;
+}
+
+std::int64_t Shard::handle_all(std::span<void* const> items) noexcept {
+  std::int64_t mads = 0;
+  for (void* item : items) {
+    const auto tag = reinterpret_cast<std::uintptr_t>(item) & kTagMask;
+    if (tag == kMad || tag == kMadChain) ++mads;
+    handle(item);
+  }
+  return mads;
+}
+
+void Shard::run_worker() noexcept {
+  tls_worker_shard = this;
+  env_.epoch.online(env_.index);
+  unsigned idle = 0;
+  while (!stop_requested_.load(std::memory_order_acquire)) {  // pairs: stop()'s store
+    if (run_batch() != 0) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < env_.config.idle_spins) {
+      std::this_thread::yield();  // a preempted producer gets the core (PLATFORM.md, rings)
+      continue;
+    }
+    idle = 0;
+    std::array<void*, kBurst> items;
+    // Offline while asleep: a sleeping shard must not hold up anyone's grace period.
+    env_.epoch.offline(env_.index);
+    const std::size_t n = sleep(items);
+    env_.epoch.online(env_.index);
+    if (n > 0) mad_credits_.fetch_add(handle_all(std::span<void* const>(items.data(), n)), std::memory_order_relaxed);
+  }
+  env_.epoch.offline(env_.index);
+  tls_worker_shard = nullptr;
+}
+
+std::size_t Shard::sleep(std::span<void*> out) noexcept {
+  const std::size_t n = inbox_.arm(out);
+  if (n > 0) return n;
+  pollfd fd{.fd = inbox_.event_fd(), .events = POLLIN, .revents = 0};
+  std::optional<std::uint64_t> wait_ns;
+  if (const std::optional<std::uint64_t> next = protocol_.next_timer_ns()) {
+    const std::uint64_t now = env_.clock.now_ns();
+    wait_ns = *next > now ? *next - now : 0;
+  }
+  // Deferred on_destroyed calls wait for the other shards' quiescent points, which nobody
+  // announces: look again soon rather than sleep on them.
+  if (retired_.pending() > 0) wait_ns = std::min<std::uint64_t>(wait_ns.value_or(kRetryReclaimNs), kRetryReclaimNs);
+  if (wait_ns) {
+    const timespec limit{.tv_sec = static_cast<std::time_t>(*wait_ns / 1'000'000'000),
+                         .tv_nsec = static_cast<long>(*wait_ns % 1'000'000'000)};
+    (void)::ppoll(&fd, 1, &limit, nullptr);
+  } else {
+    (void)::ppoll(&fd, 1, nullptr, nullptr);
+  }
+  inbox_.disarm();
+  return 0;
+}
+
+void Shard::handle(void* item) noexcept {
+  const auto word = reinterpret_cast<std::uintptr_t>(item);
+  const auto slot = static_cast<std::uint32_t>((word & 0xFFFF'FFFFu) >> 3);
+  const auto generation = static_cast<std::uint32_t>(word >> 32);
+  const auto id_of_slot = [&](std::uint32_t gen) {
+    return Id::make(env_.layout.encode({env_.index, slot, gen}), gen);
+  };
+  switch (word & kTagMask) {
+    case kMad: protocol_.on_mad(reinterpret_cast<engine::MadBuf*>(word)); break;
+    case kMadChain: handle_chain(reinterpret_cast<engine::MadBuf*>(word & ~kTagMask)); break;
+    case kCommand: {
+      auto* cmd = reinterpret_cast<Command*>(word & ~kTagMask);
+      cmd->run(*cmd, protocol_);
+      set_and_wake(cmd->done);  // `cmd` may be gone from here on
+      break;
+    }
+    case kDestroy: {
+      const PendingDestroy pending = pending_destroys_[slot];
+      protocol_.destroy_detached(id_of_slot(pending.generation), pending.on_destroyed, pending.ctx);
+      break;
+    }
+    case kStale: protocol_.on_stale(id_of_slot(generation)); break;
+    default: break;
+  }
+}
+
+void Shard::handle_chain(engine::MadBuf* mad) noexcept {
+  // Only REJ "timeout" naming a REQ by the peer's own comm ID travels the chain (routing_key.h):
+  // the shard whose duplicate-REQ index holds it takes it; the last shard handles it anyway and
+  // counts it unknown.
+  const std::uint32_t next = env_.index + 1;
+  if (next < set_.shard_count() && !protocol_.holds_rejected_req(*mad)) {
+    engine::MadBuf* one[] = {mad};
+    if (set_.shard(next).post_mads(one, true) == 1) return;
+  }
+  protocol_.on_mad(mad);
+}
+
+// ---- any thread --------------------------------------------------------------------------------
+
+std::size_t Shard::post_mads(std::span<engine::MadBuf* const> mads, bool chain) noexcept {
+  const auto want = static_cast<std::int64_t>(mads.size());
+  const std::int64_t had = mad_credits_.fetch_sub(want, std::memory_order_relaxed);
+  const std::int64_t granted = std::clamp<std::int64_t>(had, 0, want);
+  std::array<void*, kBurst> items;
+  std::size_t posted = 0;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(granted);) {
+    const std::size_t n = std::min<std::size_t>(kBurst, static_cast<std::size_t>(granted) - i);
+    for (std::size_t k = 0; k < n; ++k) {
+      items[k] = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(mads[i + k]) | (chain ? kMadChain : kMad));
+    }
+    const std::size_t taken = inbox_.enqueue_burst(std::span<void* const>(items.data(), n));
+    posted += taken;
+    i += n;
+    if (taken < n) break;
+  }
+  const std::int64_t unused = want - static_cast<std::int64_t>(posted);
+  if (unused > 0) mad_credits_.fetch_add(unused, std::memory_order_relaxed);
+  return posted;
+}
+
+void Shard::post_control(void* item) noexcept {
+  while (!inbox_.enqueue(item)) std::this_thread::yield();
+}
+
+void Shard::post_command(Command& cmd) noexcept {
+  post_control(reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(&cmd) | kCommand));
+  wait_until_set(cmd.done);
+}
+
+void Shard::post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {
+  const std::uint32_t slot = env_.layout.decode(id.comm_id()).slot;
+  // Exclusively ours: the slot cannot be detached again before the shard handled this item
+  // (cep_table.h, kDetachPending). The inbox's release/acquire publishes it with the item.
+  pending_destroys_[slot] = PendingDestroy{on_destroyed, ctx, id.generation()};
+  post_control(reinterpret_cast<void*>(std::uintptr_t{slot} << 3 | kDestroy));
+}
+
+void Shard::post_stale(Id stale) noexcept {
+  const std::uint32_t slot = env_.layout.decode(stale.comm_id()).slot;
+  post_control(reinterpret_cast<void*>(std::uintptr_t{stale.generation()} << 32 | std::uintptr_t{slot} << 3 | kStale));
+}
+
+void Shard::stop() noexcept {
+  stop_requested_.store(true, std::memory_order_release);  // pairs: run_worker's load
+  Command wake{.run = [](Command&, engine::Protocol&) noexcept {}};
+  post_command(wake);
+}
+
+void Shard::counters(std::span<PortCounters> out) const noexcept {
+  if (owned_by_caller()) {
+    const auto live = protocol_.all_counters();
+    std::copy_n(live.begin(), std::min(live.size(), out.size()), out.begin());
+  } else {
+    snapshot_.read(out);
+  }
+}
+
+// ---- engine::Outbox ------------------------------------------------------------------------------
+
+bool Shard::send(const engine::MadBuf& buf) noexcept {
+  const MadPacket* packet = &buf.packet;
+  return env_.fabric.send_burst(buf.packet.addr.port_index, std::span<const MadPacket* const>(&packet, 1)) == 1;
+}
+
+bool Shard::enqueue(EventQueue& queue, const Event& event, engine::MadBuf* mad) noexcept {
+  return static_cast<MpscEventQueue&>(queue).push(event, mad);
+}
+
+bool Shard::queue_full(const EventQueue& queue) const noexcept {
+  return static_cast<const MpscEventQueue&>(queue).full();
+}
+
+void Shard::notify_stale(Id stale) noexcept {
+  const std::uint32_t owner = env_.layout.decode(stale.comm_id()).shard;
+  if (owner >= set_.shard_count()) return;
+  // One thread runs every shard when the caller drives them: tell the owner directly (it is not
+  // inside a handler: only this shard is).
+  if (owner == env_.index || set_.caller_driven()) {
+    set_.shard(owner).protocol_.on_stale(stale);
+  } else {
+    set_.shard(owner).post_stale(stale);
+  }
+}
+
+void Shard::retire(Engine::DestroyedFn on_destroyed, void* ctx) noexcept {
+  if (set_.caller_driven()) {
+    on_destroyed(ctx);
+    return;
+  }
+  // Full only when another shard's callback has stalled grace periods for as long as it takes to
+  // destroy twice this shard's endpoints; then wait for it rather than break the contract.
+  while (!retired_.defer(on_destroyed, ctx)) std::this_thread::yield();
+}
+
+}  // namespace fastcm::shards

@@ -1,0 +1,150 @@
+// One shard of the engine: a Protocol (its endpoints, timers and indexes), the inbox that feeds
+// it, and the loop that runs it — on its own worker thread, or inside Engine::progress() for an
+// engine driven by its caller (DESIGN.md "Data flow").
+//
+// Inbox items are tagged words (the inbox never looks inside them):
+//   MAD        a received MAD routed here by a port poller (the item owns one reference)
+//   MAD_CHAIN  a MAD no single shard can be named for (RoutingKey::any_shard): offered to shard 0,
+//              then passed along until a shard claims it; the last one handles it regardless
+//   COMMAND    a Command on an API thread's stack; that thread waits for `done`
+//   DESTROY    slot whose endpoint another thread detached (table().try_detach_remote); the
+//              on_destroyed call waits in the shard's per-slot array (one per slot at a time)
+//   STALE      an endpoint another shard found stale (Outbox::notify_stale), as slot + generation
+//
+// Thread contract: the shard's thread (the worker, or progress()'s caller) runs everything but
+// the producer side: post_mads, post_command, post_destroy and post_stale may be called from any
+// thread at once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <thread>
+
+#include "engine/cid.h"
+#include "engine/mad_buf.h"
+#include "engine/outbox.h"
+#include "engine/protocol.h"
+#include "shards/counter_snapshot.h"
+#include "shards/epoch.h"
+#include "shards/shard_inbox.h"
+
+namespace fastcm::shards {
+
+class ShardSet;
+
+// A call executed by the shard on behalf of a waiting thread.
+struct Command {
+  void (*run)(Command& self, engine::Protocol& protocol) noexcept = nullptr;
+  // 0 while pending; set by the shard after `run` returned (wait_word.h).
+  std::atomic<std::uint32_t> done{0};
+};
+
+struct ShardEnv {
+  Fabric& fabric;
+  const Clock& clock;
+  engine::MadPool& pool;
+  engine::Listens& listens;
+  engine::RemoteQpns& remote_qpns;
+  engine::EndpointBudget& budget;
+  Epoch& epoch;
+  const EngineConfig& config;
+  engine::CidLayout layout;
+  std::uint32_t index = 0;
+  std::uint32_t endpoints = 0;  // this shard's table size (see endpoint_budget.h)
+};
+
+class Shard final : private engine::Outbox {
+ public:
+  // Allocates everything the shard will ever use. Throws std::system_error / std::bad_alloc.
+  Shard(const ShardEnv& env, ShardSet& set);
+  ~Shard() override;
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  // ---- the shard's thread ------------------------------------------------------------------
+  // One batch: everything queued in the inbox, then the due timers; then a quiescent state, due
+  // deferred work and the counter snapshot. Returns how much it handled (0: idle).
+  std::size_t run_batch() noexcept;
+  // The worker thread's loop until stop(): batches, spinning briefly when idle, then sleeping on
+  // the inbox eventfd until work or the next timer.
+  void run_worker() noexcept;
+  [[nodiscard]] engine::Protocol& protocol() noexcept { return protocol_; }
+  [[nodiscard]] const engine::Protocol& protocol() const noexcept { return protocol_; }
+  // Whether the calling thread may touch this shard's Protocol directly: it is the shard's worker,
+  // or the engine is driven by its caller.
+  [[nodiscard]] bool owned_by_caller() const noexcept;
+
+  // ---- any thread ----------------------------------------------------------------------------
+  // Queues received MADs (with RoutingKey::any_shard when `chain`); returns how many were taken.
+  // The rest stay the caller's (counted inbox_full by the poller).
+  std::size_t post_mads(std::span<engine::MadBuf* const> mads, bool chain) noexcept;
+  // Runs `cmd` on the shard and returns once it ran. Never call from a shard thread.
+  void post_command(Command& cmd) noexcept;
+  // The shard's part of a destroy whose detach the caller won. Never fails.
+  void post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
+  // Asks the shard to disconnect `stale` (see Protocol::on_stale). Never fails.
+  void post_stale(Id stale) noexcept;
+  // Asks the worker to leave run_worker() (it finishes the batch it is in).
+  void stop() noexcept;
+  // Whether the calling thread is any shard's worker.
+  [[nodiscard]] static bool on_worker_thread() noexcept;
+
+  [[nodiscard]] std::uint32_t index() const noexcept { return env_.index; }
+  // The last published counters (any thread), or the live ones on the owning thread.
+  void counters(std::span<PortCounters> out) const noexcept;
+
+ private:
+  enum Tag : std::uintptr_t { kMad = 0, kMadChain = 1, kCommand = 2, kDestroy = 3, kStale = 4 };
+  static constexpr std::uintptr_t kTagMask = 7;
+
+  struct PendingDestroy {
+    Engine::DestroyedFn on_destroyed = nullptr;
+    void* ctx = nullptr;
+    std::uint32_t generation = 0;
+  };
+
+  // engine::Outbox
+  bool send(const engine::MadBuf& buf) noexcept override;
+  bool enqueue(EventQueue& queue, const Event& event, engine::MadBuf* mad) noexcept override;
+  [[nodiscard]] bool queue_full(const EventQueue& queue) const noexcept override;
+  void notify_stale(Id stale) noexcept override;
+  void retire(Engine::DestroyedFn on_destroyed, void* ctx) noexcept override;
+
+  void handle(void* item) noexcept;
+  void handle_chain(engine::MadBuf* mad) noexcept;
+  // Posts a control item (never a MAD), yielding while the inbox is full: control items are
+  // bounded by the endpoints and waiting callers, and the shard drains without waiting on anyone.
+  void post_control(void* item) noexcept;
+  // Handles dequeued items; returns how many were MADs (their inbox credits go back per batch).
+  std::int64_t handle_all(std::span<void* const> items) noexcept;
+  // Sleeps on the inbox eventfd until an item arrives or the next timer is due; returns the items
+  // arm() found instead of sleeping (moved into `out`).
+  std::size_t sleep(std::span<void*> out) noexcept;
+
+  ShardEnv env_;
+  ShardSet& set_;
+  engine::Protocol protocol_;
+  ShardInbox inbox_;
+  DeferQueue retired_;     // on_destroyed calls waiting for a grace period
+  CounterSnapshot snapshot_;
+  std::unique_ptr<PendingDestroy[]> pending_destroys_;  // per slot, written by the detaching thread
+  // MADs the inbox may hold: pollers take credits before posting, the shard returns them per
+  // batch, so commands and destroys always find room. Relaxed: the ring orders the items.
+  std::atomic<std::int64_t> mad_credits_;
+  // Set by stop(); read by the worker between batches. Release/acquire: nothing rides on it but
+  // the request itself.
+  std::atomic<bool> stop_requested_{false};
+};
+
+// The shards of one engine, for routing between them.
+class ShardSet {
+ public:
+  virtual ~ShardSet() = default;
+  [[nodiscard]] virtual Shard& shard(std::uint32_t index) noexcept = 0;
+  [[nodiscard]] virtual std::uint32_t shard_count() const noexcept = 0;
+  [[nodiscard]] virtual bool caller_driven() const noexcept = 0;
+};
+
+}  // namespace fastcm::shards

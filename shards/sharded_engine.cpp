@@ -1,0 +1,424 @@
+// The engine: shards, port pollers and the objects they share (pool, listens, remote-QP registry,
+// epoch), wired as DESIGN.md draws them. API calls find the endpoint's shard from its Id and run
+// there (shard.h); listens are the control path (listen_registry.h).
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/listens.h"
+#include "fastcm/engine.h"
+#include "mempool/mad_mempool.h"
+#include "shards/dpdk_runtime.h"
+#include "shards/epoch.h"
+#include "shards/listen_registry.h"
+#include "shards/mpsc_event_queue.h"
+#include "shards/port_poller.h"
+#include "shards/remote_qpn_registry.h"
+#include "shards/shard.h"
+#include "shards/wait_word.h"
+
+namespace fastcm {
+
+namespace {
+
+using shards::Shard;
+
+// EAL once per process (shards/dpdk_runtime.h): the first engine that owns it starts it and the
+// runtime stays for the process's lifetime; an application-owned EAL is attached to per engine.
+// Lock: control path only (engine creation).
+std::shared_ptr<const shards::DpdkRuntime> acquire_runtime(EalOwner owner) {
+  static std::mutex lock;
+  static std::shared_ptr<const shards::DpdkRuntime> owned;
+  const std::scoped_lock guard(lock);
+  std::unique_ptr<shards::DpdkRuntime> fresh;
+  if (owner == EalOwner::application) {
+    if (!shards::DpdkRuntime::attach_hosted(&fresh).ok()) return nullptr;
+    return fresh;
+  }
+  if (!owned) {
+    if (!shards::DpdkRuntime::start_owned(shards::DpdkOwnedConfig{}, &fresh).ok()) return nullptr;
+    owned = std::move(fresh);
+  }
+  return owned;
+}
+
+std::string unique_name(const char* prefix) {
+  static std::atomic<std::uint32_t> next{0};
+  return prefix + std::to_string(next.fetch_add(1, std::memory_order_relaxed));
+}
+
+// MAD buffers beyond EngineConfig::mad_buffers: the pollers' spare bursts (kept full, so the
+// protocol itself can take exactly mad_buffers) and, with worker threads, what per-lcore mempool
+// caches may strand (1.5 x cache per registered thread, mad_mempool.h). One thread needs no cache.
+constexpr std::uint32_t kPoolCache = 32;
+std::uint32_t pool_cache(const EngineConfig& config) { return config.threading == Threading::workers ? kPoolCache : 0; }
+std::uint32_t pool_capacity(const EngineConfig& config, std::size_t ports) {
+  const auto threads = static_cast<std::uint32_t>(config.shards + ports + 1);
+  return config.mad_buffers + static_cast<std::uint32_t>(ports * shards::PortPoller::kBurst) +
+         threads * (pool_cache(config) * 3 / 2);
+}
+
+// Slots per shard: small tables whole in every shard (any spread of REQs fits, as in one table),
+// large ones twice the even share (hashing spreads them); the budget keeps the total exact.
+std::uint32_t table_size(const EngineConfig& config) {
+  const std::uint32_t share = (config.max_endpoints + config.shards - 1) / config.shards;
+  return std::min(config.max_endpoints, std::max(4096u, 2 * share));
+}
+
+class ShardedEngine final : public Engine, private shards::ShardSet {
+ public:
+  ShardedEngine(Fabric& fabric, const Clock& clock, const EngineConfig& config,
+                std::shared_ptr<const shards::DpdkRuntime> runtime, std::unique_ptr<mempool::MadMempool> pool)
+      : fabric_(fabric),
+        config_(config),
+        runtime_(std::move(runtime)),
+        pool_(std::move(pool)),
+        layout_(config.shards, std::random_device{}()),
+        epoch_(config.shards),
+        listens_(config.max_listens, epoch_),
+        remote_qpns_(config.max_endpoints),
+        budget_(config.max_endpoints),
+        retired_listens_(epoch_, config.max_listens * 2, unique_name("fcm_lq"), true) {
+    const std::uint32_t per_shard = table_size(config);
+    for (std::uint32_t s = 0; s < config.shards; ++s) {
+      shards_.push_back(std::make_unique<Shard>(
+          shards::ShardEnv{.fabric = fabric,
+                           .clock = clock,
+                           .pool = *pool_,
+                           .listens = listens_,
+                           .remote_qpns = remote_qpns_,
+                           .budget = budget_,
+                           .epoch = epoch_,
+                           .config = config_,
+                           .layout = layout_,
+                           .index = s,
+                           .endpoints = per_shard},
+          static_cast<shards::ShardSet&>(*this)));
+    }
+    for (std::uint16_t p = 0; p < fabric.ports().size(); ++p) {
+      pollers_.push_back(std::make_unique<shards::PortPoller>(fabric, p, *pool_, static_cast<shards::ShardSet&>(*this), layout_));
+    }
+    if (config.threading == Threading::workers) start_threads();
+  }
+
+  ~ShardedEngine() override {
+    if (!threads_.empty()) {
+      for (auto& poller : pollers_) poller->stop();
+      for (auto& shard : shards_) shard->stop();  // after whatever was queued before
+      for (auto& t : threads_) t.join();
+    }
+    for (auto& queue : queues_) {
+      std::array<Event, 16> events;
+      while (const std::size_t n = queue->pop(events)) {
+        for (std::size_t i = 0; i < n; ++i) release(events[i]);
+      }
+    }
+  }
+
+  std::size_t progress() override {
+    if (config_.threading != Threading::caller) return 0;
+    std::size_t work = 0;
+    for (auto& poller : pollers_) work += poller->poll_once();
+    for (auto& shard : shards_) {
+      epoch_.online(shard->index());
+      work += shard->run_batch();
+      epoch_.offline(shard->index());
+    }
+    return work + retired_listens_.reclaim();
+  }
+
+  std::optional<std::uint64_t> next_timer_ns() const override {
+    std::optional<std::uint64_t> earliest;
+    for (const auto& shard : shards_) {
+      if (!shard->owned_by_caller()) return std::nullopt;  // workers keep their own time
+      const auto next = shard->protocol().next_timer_ns();
+      if (next && (!earliest || *next < *earliest)) earliest = next;
+    }
+    return earliest;
+  }
+
+  // ---- listens (control path) ----------------------------------------------------------------
+  Status listen(const ListenParams& params, Id& out) override {
+    if (params.port != 0 && !has_port(params.port)) return Status::invalid_argument;
+    return listens_.add(params, out);
+  }
+
+  // ---- endpoints -------------------------------------------------------------------------------
+  Status create_id(const Delivery& delivery, void* context, Id& out) override {
+    // A callback's new endpoint stays on its shard; others are spread round-robin.
+    Shard* shard = nullptr;
+    for (auto& s : shards_) {
+      if (Shard::on_worker_thread() && s->owned_by_caller()) shard = s.get();
+    }
+    if (shard == nullptr) {
+      shard = shards_[next_shard_.fetch_add(1, std::memory_order_relaxed) % shards_.size()].get();
+    }
+    return run_on(*shard, [&](engine::Protocol& p) { return p.create_id(delivery, context, out); });
+  }
+  Status set_context(Id id, void* context) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.set_context(id, context); });
+  }
+  Status send_req(Id id, const ReqParams& params) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_req(id, params); });
+  }
+  Status send_rep(Id id, const RepParams& params) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_rep(id, params); });
+  }
+  Status send_rtu(Id id, std::span<const std::uint8_t> pd) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_rtu(id, pd); });
+  }
+  Status send_rej(Id id, const RejParams& params) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_rej(id, params); });
+  }
+  Status send_mra(Id id, const MraParams& params) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_mra(id, params); });
+  }
+  Status send_dreq(Id id, std::span<const std::uint8_t> pd) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_dreq(id, pd); });
+  }
+  Status send_drep(Id id, std::span<const std::uint8_t> pd) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_drep(id, pd); });
+  }
+  Status send_lap(Id id, const LapParams& params) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_lap(id, params); });
+  }
+  Status send_apr(Id id, const AprParams& params) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_apr(id, params); });
+  }
+  Status send_sidr_req(Id id, const SidrReqParams& params) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_sidr_req(id, params); });
+  }
+  Status send_sidr_rep(Id id, const SidrRepParams& params) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_sidr_rep(id, params); });
+  }
+  Status establish(Id id) override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.establish(id); });
+  }
+  Status init_qp_attr(Id id, QpState state, QpAttr& out) const override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.init_qp_attr(id, state, out); });
+  }
+  Status last_private_data(Id id, std::span<const std::uint8_t>& out) const override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.last_private_data(id, out); });
+  }
+  Status connection_info(Id id, ConnectionInfo& out) const override {
+    return on_shard_of(id, [&](engine::Protocol& p) { return p.connection_info(id, out); });
+  }
+
+  Status destroy(Id id, DestroyedFn on_destroyed, void* ctx) override {
+    if (engine::is_listen_id(id)) {
+      const Status s = listens_.remove(id);
+      if (s == Status::ok && on_destroyed != nullptr) retire_listen(on_destroyed, ctx);
+      return s;
+    }
+    Shard* shard = shard_of(id);
+    if (shard == nullptr) return Status::stale_id;
+    if (shard->owned_by_caller()) return shard->protocol().destroy(id, on_destroyed, ctx);
+    if (!shard->protocol().table().try_detach_remote(id)) return Status::stale_id;
+    shard->post_destroy(id, on_destroyed, ctx);
+    return Status::ok;
+  }
+
+  Status destroy_sync(Id id) override {
+    if (Shard::on_worker_thread()) return Status::would_deadlock;
+    Shard* shard = engine::is_listen_id(id) ? nullptr : shard_of(id);
+    if (shard != nullptr && shard->owned_by_caller() && shard->protocol().in_callback_of(id)) {
+      return Status::would_deadlock;  // its own callback is still running on this thread
+    }
+    std::atomic<std::uint32_t> done{0};
+    const Status s = destroy(id, [](void* word) { shards::set_and_wake(*static_cast<std::atomic<std::uint32_t>*>(word)); }, &done);
+    if (s == Status::ok) shards::wait_until_set(done);
+    return s;
+  }
+
+  // ---- events and MADs -----------------------------------------------------------------------
+  EventQueue* create_event_queue(std::uint32_t capacity) override {
+    if (capacity == 0 || capacity > shards::MpscEventQueue::kMaxCapacity) return nullptr;
+    const std::scoped_lock guard(queues_lock_);  // control path: queue creation only
+    try {
+      return queues_.emplace_back(std::make_unique<shards::MpscEventQueue>(capacity)).get();
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }
+
+  std::size_t poll(EventQueue& queue, std::span<Event> events) override {
+    // An event of an endpoint destroyed after it was queued is dropped here: once destroy has
+    // returned nothing about the endpoint reaches the application, whose on_destroyed may have
+    // freed the context the event carries.
+    auto& ring = static_cast<shards::MpscEventQueue&>(queue);
+    std::size_t n = 0;
+    while (n < events.size() && ring.pop(events.subspan(n, 1)) == 1) {
+      const Shard* shard = shard_of(events[n].id);
+      if (shard != nullptr && shard->protocol().table().attached(events[n].id)) {
+        ++n;
+      } else {
+        release(events[n]);
+      }
+    }
+    return n;
+  }
+  void retain(const Event& event) override {
+    if (event.mad != nullptr) engine::retain(*const_cast<MadRef*>(event.mad));
+  }
+  void release(const Event& event) override { engine::release(*pool_, const_cast<MadRef*>(event.mad)); }
+
+  // ---- observability -------------------------------------------------------------------------
+  void counters(std::span<PortCounters> out) const override {
+    std::fill(out.begin(), out.end(), PortCounters{});
+    for (std::uint32_t s = 0; s < shards_.size(); ++s) add_shard(s, out);
+    const auto ports = fabric_.ports();
+    for (std::size_t p = 0; p < ports.size(); ++p) {
+      if (ports[p].port_num < out.size()) {
+        out[ports[p].port_num].drops[static_cast<std::size_t>(DropReason::inbox_full)] +=
+            pollers_[p]->inbox_full_drops();
+      }
+    }
+  }
+  void shard_counters(std::uint32_t shard, std::span<PortCounters> out) const override {
+    std::fill(out.begin(), out.end(), PortCounters{});
+    if (shard < shards_.size()) add_shard(shard, out);
+  }
+  std::uint32_t mad_buffers_in_use() const override {
+    std::uint32_t spare = 0;
+    for (const auto& poller : pollers_) spare += poller->spare_buffers();
+    const std::uint32_t taken = pool_->in_use();
+    return taken > spare ? taken - spare : 0;
+  }
+
+ private:
+  // ShardSet
+  Shard& shard(std::uint32_t index) noexcept override { return *shards_[index]; }
+  std::uint32_t shard_count() const noexcept override { return static_cast<std::uint32_t>(shards_.size()); }
+  bool caller_driven() const noexcept override { return config_.threading == Threading::caller; }
+
+  void start_threads() {
+    // Each thread registers with DPDK for its own mempool cache (mad_mempool.h).
+    for (auto& shard : shards_) {
+      threads_.emplace_back([this, s = shard.get()] {
+        const bool registered = runtime_->register_thread().ok();
+        s->run_worker();
+        if (registered) runtime_->unregister_thread();
+      });
+    }
+    for (auto& poller : pollers_) {
+      threads_.emplace_back([this, p = poller.get()] {
+        const bool registered = runtime_->register_thread().ok();
+        p->run(config_.idle_spins);
+        if (registered) runtime_->unregister_thread();
+      });
+    }
+  }
+
+  [[nodiscard]] Shard* shard_of(Id id) const noexcept {
+    const std::uint32_t s = layout_.decode(id.comm_id()).shard;
+    return s < shards_.size() ? shards_[s].get() : nullptr;
+  }
+
+  // Runs `f(protocol)` on `shard`: inline on its own thread (or the driving caller's), else as a
+  // command the calling thread waits for; would_deadlock from another shard's callback.
+  template <typename F>
+  Status run_on(Shard& shard, F&& f) const {
+    if (shard.owned_by_caller()) return f(shard.protocol());
+    if (Shard::on_worker_thread()) return Status::would_deadlock;
+    struct Call : shards::Command {
+      F* fn = nullptr;
+      Status status = Status::ok;
+    } call;
+    call.fn = &f;
+    call.run = [](shards::Command& c, engine::Protocol& p) noexcept {
+      auto& self = static_cast<Call&>(c);
+      self.status = (*self.fn)(p);
+    };
+    shard.post_command(call);
+    return call.status;
+  }
+  template <typename F>
+  Status on_shard_of(Id id, F&& f) const {
+    Shard* shard = engine::is_listen_id(id) ? nullptr : shard_of(id);
+    return shard == nullptr ? Status::stale_id : run_on(*shard, std::forward<F>(f));
+  }
+
+  void retire_listen(DestroyedFn on_destroyed, void* ctx) {
+    if (caller_driven()) {
+      on_destroyed(ctx);
+      return;
+    }
+    // A REQ callback may still carry the listen's context on a shard: wait for a grace period.
+    // Full only while a callback stalls the shards; then wait for it (control path).
+    while (!retired_listens_.defer(on_destroyed, ctx)) std::this_thread::yield();
+    retired_listens_.reclaim();
+  }
+
+  void add_shard(std::uint32_t s, std::span<PortCounters> out) const {
+    const auto ports = fabric_.ports();
+    std::vector<PortCounters> by_index(ports.size());  // control path: a counters read
+    shards_[s]->counters(by_index);
+    for (std::size_t p = 0; p < ports.size(); ++p) {
+      if (ports[p].port_num >= out.size()) continue;
+      PortCounters& dst = out[ports[p].port_num];
+      for (std::size_t m = 0; m < kCmMessageKinds; ++m) {
+        dst.messages[m].sent += by_index[p].messages[m].sent;
+        dst.messages[m].received += by_index[p].messages[m].received;
+        dst.messages[m].retried += by_index[p].messages[m].retried;
+        dst.messages[m].duplicate += by_index[p].messages[m].duplicate;
+      }
+      for (std::size_t d = 0; d < kDropReasons; ++d) dst.drops[d] += by_index[p].drops[d];
+    }
+  }
+
+  bool has_port(std::uint8_t port_num) const noexcept {
+    const auto ports = fabric_.ports();
+    return std::any_of(ports.begin(), ports.end(), [&](const PortAttr& p) { return p.port_num == port_num; });
+  }
+
+  Fabric& fabric_;
+  EngineConfig config_;
+  std::shared_ptr<const shards::DpdkRuntime> runtime_;
+  std::unique_ptr<mempool::MadMempool> pool_;
+  engine::CidLayout layout_;
+  shards::Epoch epoch_;
+  shards::ListenRegistry listens_;
+  shards::RemoteQpnRegistry remote_qpns_;
+  engine::EndpointBudget budget_;
+  shards::DeferQueue retired_listens_;  // listens' on_destroyed, after a grace period
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<std::unique_ptr<shards::PortPoller>> pollers_;
+  std::vector<std::thread> threads_;
+  std::atomic<std::uint32_t> next_shard_{0};
+  std::mutex queues_lock_;
+  std::deque<std::unique_ptr<shards::MpscEventQueue>> queues_;
+};
+
+bool valid(const EngineConfig& config, const Fabric& fabric) {
+  const engine::CidLayout layout(config.shards, 0);
+  return config.shards >= 1 && config.shards <= kMaxShards && config.max_endpoints > 0 &&
+         table_size(config) <= layout.max_slots() && config.max_listens > 0 &&
+         config.mad_buffers >= shards::PortPoller::kBurst && config.shard_inbox > 0 &&
+         config.shard_inbox <= (1u << 20) && config.auto_mra_fraction >= 0 && config.auto_mra_fraction < 1 &&
+         config.mra_service_timeout <= 31 && !fabric.ports().empty();
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::create(Fabric& fabric, const Clock& clock, const EngineConfig& config) {
+  if (!valid(config, fabric)) return nullptr;
+  auto runtime = acquire_runtime(config.eal);
+  if (!runtime) return nullptr;
+  std::unique_ptr<mempool::MadMempool> pool;
+  const mempool::MadMempoolConfig pool_config{.name = unique_name("fcm_mad"),
+                                              .capacity = pool_capacity(config, fabric.ports().size()),
+                                              .cache_size = pool_cache(config)};
+  if (!mempool::MadMempool::create(*runtime, pool_config, &pool).ok()) return nullptr;
+  try {
+    return std::make_unique<ShardedEngine>(fabric, clock, config, std::move(runtime), std::move(pool));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+}  // namespace fastcm
