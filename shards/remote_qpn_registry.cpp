@@ -78,7 +78,7 @@ std::uint64_t random_seed() {
   return std::uint64_t{device()} << 32 | device();
 }
 
-// The key's slot content, when `slot` held one entry while it was read.
+// A slot's fields, read while it held one entry.
 struct Entry {
   std::uint32_t qpn;
   std::uint64_t guid;
@@ -105,10 +105,12 @@ std::optional<Entry> read_slot(const RemoteQpnSlot& slot) noexcept {
 class HomeLock {
  public:
   explicit HomeLock(std::atomic<std::uint32_t>& word) noexcept : word_(word) {
+    // Acquire, partner: the release store in the previous holder's destructor.
     while (word_.exchange(1, std::memory_order_acquire) != 0) {
       while (word_.load(std::memory_order_relaxed) != 0) std::this_thread::yield();
     }
   }
+  // Release, partner: the next holder's acquiring exchange.
   ~HomeLock() { word_.store(0, std::memory_order_release); }
   HomeLock(const HomeLock&) = delete;
   HomeLock& operator=(const HomeLock&) = delete;
@@ -192,8 +194,7 @@ std::optional<Id> RemoteQpnRegistry::claim(engine::RemoteQpnKey key, Id owner) n
       slot.qpn.store(key.qpn, std::memory_order_release);
       slot.guid.store(key.ca_guid, std::memory_order_release);
       slot.owner.store(owner.raw, std::memory_order_release);
-      // Release, partner: the acquire load in read_slot() and the acquiring exchange of the
-      // next holder of this home lock.
+      // Release, partner: read_slot()'s first (acquire) load of ctl.
       slot.ctl.store(advanced(ctl, kOccupied), std::memory_order_release);
       return std::nullopt;
     }
@@ -218,8 +219,8 @@ void RemoteQpnRegistry::release(engine::RemoteQpnKey key, Id owner) noexcept {
   // kOccupied and unchanging: only claims and releases of `key` touch this slot, and they hold
   // this home lock.
   const std::uint32_t ctl = slot.ctl.load(std::memory_order_relaxed);
-  // Release, partner: the acquiring compare-and-swap of the claim that takes the slot next, and
-  // read_slot()'s second load (which then sees the entry gone).
+  // Release, partners: the acquiring compare-and-swap of the claim that takes the slot next, and
+  // read_slot()'s first (acquire) load of ctl, which then sees kFree.
   slot.ctl.store(advanced(ctl, kFree), std::memory_order_release);
   for (std::uint32_t at = home; at != found->chunk; at = next(at)) {
     chunks_[at].overflow.fetch_sub(1, std::memory_order_relaxed);

@@ -12,15 +12,39 @@
 //            cannot both insert; keys with different home chunks run in parallel and take free
 //            slots with a compare-and-swap. Held for one probe walk, no allocation, no syscall.
 //
-// Why not TBB (measured, bench/bench_remote_qpn_registry.cpp, Release, g++ 12, 2 shared cores):
-// tbb::concurrent_hash_map allocates a node per insert (malloc, or tbb_allocator /
-// scalable_allocator) and takes a bucket read-write lock even in find, which writes the bucket's
-// cache line on every lookup from every shard; growing it allocates and rehashes; bounding it
-// needs a separate counter. tbb::concurrent_unordered_map cannot serve at all: its erase is
-// unsafe_erase (not concurrent with anything), and "erase only if still ours" has no atomic form.
-// ThreadSanitizer reported nothing for concurrent_hash_map (no suppression needed), so the choice
-// is made on cost and on DESIGN.md's "no malloc on the MAD path":
-//   FIGURES_PLACEHOLDER
+// Why this and not a library container (measured by bench/bench_remote_qpn_registry.cpp):
+// tbb::concurrent_hash_map allocates a node per insert (with std::allocator, tbb_allocator or
+// scalable_allocator alike), takes a bucket read-write lock even in find (a write to a shared
+// cache line on every lookup from every shard), allocates again as it grows, and needs a separate
+// counter to be bounded. tbb::concurrent_unordered_map cannot serve at all: its only erase is
+// unsafe_erase, which must not run concurrently with anything, and "erase only if still ours"
+// has no atomic form in it. A mutex around std::unordered_map serializes every shard's lookups
+// and also allocates per insert. DESIGN.md keeps malloc off the MAD path and locks to rare
+// paths: here find, which runs on every REQ, takes no lock, and claim and release, once per
+// connection, hold a home lock only for one walk of a preallocated table. ThreadSanitizer
+// reported nothing for concurrent_hash_map (no suppression needed), so TBB lost on cost alone:
+//
+// Release, g++ 12, table sized for 65536 with 32768 resident, medians of 5:
+//   fastcm_bench_remote_qpn_registry --benchmark_repetitions=5
+//     --benchmark_report_aggregates_only=true --benchmark_min_time=0.3
+// ns per item as CPU (summed over threads) / wall; items are claim+release pairs or lookups.
+//                    threads   this      TBB chm      TBB chm       std::mutex +
+//                                        tbb_alloc    scalable      unordered_map
+//   claim+release       1     43 / 48   123 / 187    132 / 209      58 / 116
+//                       2     45 / 43   158 / 213    148 / 242      76 / 147
+//                       4     54 / 55   159 / 265    157 / 270     117 / 136
+//   find (miss)         1     13 / 19    20 / 30      23 / 38       19 / 34
+//                       4     10 / 15    23 / 43      22 / 43       23 / 23
+//   find (hit)          1     21 / 22    33 / 44      39 / 80       21 / 28
+//                       4     35 / 50    55 / 124     87 / 111      22 / 30
+// Claim+release pairs per second with 1 / 2 / 4 threads: this 20.8M / 23.1M / 18.1M; TBB
+// (tbb_allocator) 5.4M / 4.7M / 3.8M; TBB (scalable) 4.8M / 4.1M / 3.7M; mutex 8.7M / 6.8M /
+// 7.4M. The 2 cores were shared with other builds (load average 1.5 rising to 5 during the run),
+// so wall times are noisy and the CPU times steadier; a second, busier run ranked them the same
+// (claim+release CPU 50 / 56 / 59 ns here against 146 / 179 / 187 for TBB with tbb_allocator).
+// Claims and releases do not scale with threads because each also updates size_, the one shared
+// counter behind the exact capacity bound (without it two threads measured twice the rate); it
+// stays, as the bound must be exact and ~20M pairs/s is far above any connection rate.
 #pragma once
 
 #include <atomic>
@@ -47,6 +71,7 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
   // std::invalid_argument for a capacity out of range, std::bad_alloc, and std::system_error
   // when no random seed can be read.
   explicit RemoteQpnRegistry(std::uint32_t capacity);
+  // Not concurrently with any other call.
   ~RemoteQpnRegistry() override;
 
   // As RemoteQpns: any thread, concurrently with everything. Lock-free; never writes shared
@@ -55,20 +80,23 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
 
   // As RemoteQpns: any thread, concurrently. An existing entry is answered even when the table
   // is full; a new one is refused (nullopt, nothing recorded, full_claims() counts it) when
-  // `capacity` entries are recorded. Waits only for another claim or release of a key with the
-  // same home chunk.
+  // `capacity` entries are recorded, or in the rare case that other threads' claims and releases
+  // kept every slot taken as this claim walked past it. Waits only for another claim or release
+  // of a key with the same home chunk.
   [[nodiscard]] std::optional<Id> claim(engine::RemoteQpnKey key, Id owner) noexcept override;
 
   // As RemoteQpns: any thread, concurrently. Same waiting as claim.
   void release(engine::RemoteQpnKey key, Id owner) noexcept override;
 
-  // Any thread. The entries recorded, counting claims that are recording one right now.
+  // Any thread. The entries recorded, counting claims that are recording one right now. Relaxed:
+  // a count, it orders nothing.
   [[nodiscard]] std::uint32_t size() const noexcept {
     return size_.load(std::memory_order_relaxed);
   }
+  // Any thread.
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
-  // Any thread. Claims refused because the table was full since construction: the stale check
-  // was skipped for those connections. Only counts, so relaxed.
+  // Any thread. Claims refused since construction (see claim): the stale check was skipped for
+  // those connections. Relaxed: a count, it orders nothing.
   [[nodiscard]] std::uint64_t full_claims() const noexcept {
     return full_claims_.load(std::memory_order_relaxed);
   }
@@ -98,7 +126,7 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
   // Partners: the reserving CAS's acquire reads the releasing fetch_sub, so a claim that reuses
   // that reservation also sees the freed slot.
   alignas(64) std::atomic<std::uint32_t> size_{0};
-  std::atomic<std::uint64_t> full_claims_{0};
+  std::atomic<std::uint64_t> full_claims_{0};  // relaxed throughout: a count
 };
 
 }  // namespace fastcm::shards

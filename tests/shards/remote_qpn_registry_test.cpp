@@ -161,7 +161,9 @@ TEST(RemoteQpnRegistry, RandomSequenceMatchesAModel) {
   // Emptied after all that churn, the table takes a full load again: nothing leaked.
   for (const auto& [k, owner] : model) r.release(key(k), owner);
   EXPECT_EQ(r.size(), 0U);
-  for (std::uint32_t q = 0; q < kCapacity; ++q) ASSERT_EQ(r.claim(key(q + 100), id(q)), std::nullopt);
+  for (std::uint32_t q = 0; q < kCapacity; ++q) {
+    ASSERT_EQ(r.claim(key(q + 100), id(q)), std::nullopt);
+  }
   for (std::uint32_t q = 0; q < kCapacity; ++q) EXPECT_EQ(r.find(key(q + 100)), id(q));
   EXPECT_EQ(r.full_claims(), refused);
 }
@@ -243,7 +245,9 @@ TEST(RemoteQpnRegistryThreads, FourThreadsFillToCapacityThenEmpty) {
   for (int cycle = 0; cycle < 20; ++cycle) {
     std::atomic<std::uint32_t> answered_other{0};
     run([&](std::uint32_t n) {
-      if (r.claim(key(n), id(n)).has_value()) answered_other.fetch_add(1, std::memory_order_relaxed);
+      if (r.claim(key(n), id(n)).has_value()) {
+        answered_other.fetch_add(1, std::memory_order_relaxed);
+      }
     });
     ASSERT_EQ(answered_other.load(), 0U);
     ASSERT_EQ(r.size(), kCapacity);
