@@ -102,7 +102,8 @@ std::size_t MpscEventQueue::pop(std::span<Event> out) noexcept {
 //     clear and its thread writes the eventfd, after C1 and so after the read before C1; or
 //   - before C1: C1 reads from S1's release sequence (only RMWs follow S1), so the enqueue that
 //     preceded S1 happens-before C2, which sees the event and signals (or the event was popped).
-// Either way the eventfd is readable after the last pop that emptied the queue: no lost wake-up.
+// Either way, once the pushes and the pop in flight have returned, an event in the ring has the
+// eventfd readable: no lost wake-up.
 // At most one write per claim, and a claim is cleared only by C1, after a pop found the ring
 // empty: one write per wake-up, not per push.
 void MpscEventQueue::signal() noexcept {
@@ -135,7 +136,7 @@ void MpscEventQueue::settle_empty() noexcept {
 }
 
 std::size_t MpscEventQueue::size() const noexcept {
-  // count() can exceed the capacity for a moment when called from a producer (see count()).
+  // count() can exceed the capacity for a moment when called off the consumer's thread.
   return std::min(count(), capacity_);
 }
 

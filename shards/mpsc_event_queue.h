@@ -3,22 +3,23 @@
 // bounded rte_ring, with an eventfd that is readable while events wait, for epoll loops.
 //
 // Thread contract, as in the names:
-//   push                     any thread, concurrently (the shards); never blocks, never allocates,
-//                            makes a syscall only when it turns the queue from unsignalled to
-//                            signalled (one eventfd write per wake-up, not per event).
+//   push                     any thread, concurrently (the shards); never waits for the consumer
+//                            and never allocates; may spin while another push is midway (HTS
+//                            ring: pushes run one at a time); makes a syscall only when it turns
+//                            the queue from unsignalled to signalled (one eventfd write per
+//                            wake-up, not per event).
 //   pop                      one thread at a time (the application's polling thread): polls of
 //                            one queue must not run concurrently. A caller that polls one queue
 //                            from several threads serializes those polls itself.
 //   full / size / event_fd   any thread; full and size are snapshots.
 //
-// The eventfd: readable while the queue holds events (from at the latest the moment the push that
-// filled an empty queue returns: no lost wake-up). A pop that leaves the queue empty makes it
-// unreadable again, unless a producer raced in, in which case it stays or becomes readable. A
-// wake-up can be spurious: a pop may find nothing (a push that already had its event taken was
-// still writing the eventfd); that pop, or the next, clears it. The application may read the
-// eventfd itself, but then must pop until the queue is empty (a pop returning fewer events than
-// asked): events left behind after such a read are not signalled again until a pop empties the
-// queue.
+// The eventfd: readable whenever the queue holds events and no push or pop is midway (no lost
+// wake-up). A pop that leaves the queue empty makes it unreadable again, unless a producer raced
+// in, in which case it stays or becomes readable. A wake-up can be spurious: a pop may find
+// nothing (a push whose event was already taken was still writing the eventfd); that pop, or the
+// next, clears it. The application may read the eventfd itself, but then must pop until the queue
+// is empty (a pop returning fewer events than asked): events left behind after such a read are
+// not signalled again until a pop empties the queue.
 //
 // Ownership: an event in the queue holds one reference on its MAD (taken by push); pop hands that
 // reference to the caller with the event. Events still inside at destruction are dropped without

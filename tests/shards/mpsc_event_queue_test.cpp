@@ -277,30 +277,44 @@ TEST(MpscEventQueueThreads, FourProducersConsumerOnEventFdEveryEventOnceInOrder)
 // empty, which is when the consumer's pop is deciding whether to clear the eventfd. The consumer
 // pops one event at a time and then sleeps on the eventfd, so every event needs a wake-up.
 TEST(MpscEventQueueThreads, RefillAtTheMomentOfEmptyingNeverLosesAWakeUp) {
-  constexpr std::uint32_t kRounds = 15'000;
+  constexpr std::uint32_t kRounds = 10'000;
+  constexpr std::uint32_t kSpins = 1'000;
   constexpr int kGuardMs = 10'000;
   MpscEventQueue queue(4);
+  std::atomic<std::uint32_t> taken{0};  // events popped, for a producer that stopped spinning
   std::uint32_t received = 0;
   bool lost_wake_up = false;
   {
-    std::jthread producer([&queue](const std::stop_token& stop) {
-      for (std::uint32_t seq = 0; seq < kRounds && !stop.stop_requested();) {
-        if (queue.size() != 0) {
-          std::this_thread::yield();
-          continue;
+    std::jthread producer([&queue, &taken](const std::stop_token& stop) {
+      for (std::uint32_t seq = 0; seq < kRounds; ++seq) {
+        // The only producer: an empty ring means the consumer has dequeued everything, maybe not
+        // yet returned from that pop. Spin for that moment; a consumer that needs longer (a busy
+        // machine) is waited for without taking the core it needs.
+        std::uint32_t spin = 0;
+        while (spin < kSpins && queue.size() != 0) ++spin;
+        if (spin == kSpins) {
+          for (std::uint32_t t; (t = taken.load(std::memory_order_acquire)) < seq;) taken.wait(t);
         }
-        if (queue.push(make_event(2, seq), nullptr)) ++seq;
+        // A varying delay moves the push across the consumer's steps after its dequeue.
+        for (std::uint32_t delay = 0; delay < seq % 8; ++delay) static_cast<void>(queue.size());
+        if (stop.stop_requested()) return;
+        EXPECT_TRUE(queue.push(make_event(2, seq), nullptr));
       }
     });
     std::array<Event, 1> out{};
     while (received < kRounds) {
       if (!wait_readable(queue.event_fd(), kGuardMs)) {
         lost_wake_up = true;
+        producer.request_stop();
+        taken.store(kRounds, std::memory_order_release);  // releases a waiting producer
+        taken.notify_one();
         break;
       }
       for (std::size_t n; (n = queue.pop(out)) != 0;) {
         expect_event(out[0], 2, received);
         ++received;
+        taken.store(received, std::memory_order_release);  // pairs: the producer's acquire load
+        taken.notify_one();
       }
     }
   }
