@@ -107,7 +107,7 @@ void Shard::run_worker() noexcept {
   tls_worker_shard = this;
   env_.epoch.online(env_.index);
   unsigned idle = 0;
-  while (!stop_requested_.load(std::memory_order_acquire)) {  // pairs: stop()'s store
+  while (!stopping_) {
     if (run_batch() != 0) {
       idle = 0;
       continue;
@@ -235,9 +235,13 @@ void Shard::post_stale(Id stale) noexcept {
 }
 
 void Shard::stop() noexcept {
-  stop_requested_.store(true, std::memory_order_release);  // pairs: run_worker's load
-  Command wake{.run = [](Command&, engine::Protocol&) noexcept {}};
-  post_command(wake);
+  // A command, not a flag: it runs after everything queued before it (a destroy, say).
+  struct Stop : Command {
+    Shard* shard = nullptr;
+  } stop;
+  stop.shard = this;
+  stop.run = [](Command& c, engine::Protocol&) noexcept { static_cast<Stop&>(c).shard->stopping_ = true; };
+  post_command(stop);
 }
 
 void Shard::counters(std::span<PortCounters> out) const noexcept {

@@ -133,9 +133,7 @@ class Shard final : private engine::Outbox {
   // MADs the inbox may hold: pollers take credits before posting, the shard returns them per
   // batch, so commands and destroys always find room. Relaxed: the ring orders the items.
   std::atomic<std::int64_t> mad_credits_;
-  // Set by stop(); read by the worker between batches. Release/acquire: nothing rides on it but
-  // the request itself.
-  std::atomic<bool> stop_requested_{false};
+  bool stopping_ = false;  // set by stop()'s command: the shard's thread only
 };
 
 // The shards of one engine, for routing between them.

@@ -397,6 +397,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
 bool valid(const EngineConfig& config, const Fabric& fabric) {
   const engine::CidLayout layout(config.shards, 0);
   return config.shards >= 1 && config.shards <= kMaxShards && config.max_endpoints > 0 &&
+         config.max_endpoints <= shards::RemoteQpnRegistry::kMaxCapacity &&
          table_size(config) <= layout.max_slots() && config.max_listens > 0 &&
          config.mad_buffers >= shards::PortPoller::kBurst && config.shard_inbox > 0 &&
          config.shard_inbox <= (1u << 20) && config.auto_mra_fraction >= 0 && config.auto_mra_fraction < 1 &&

@@ -13,6 +13,7 @@
 
 #include "mempool/mad_mempool.h"
 #include "shards/dpdk_runtime.h"
+#include "tests/dpdk/engine_handshake.h"
 
 namespace {
 
@@ -75,6 +76,19 @@ TEST(DpdkHosted, RegisteredThreadUsesAPoolOnTheHostsEal) {
   EXPECT_NE(lcore, LCORE_ID_ANY);
   EXPECT_TRUE(got);
   EXPECT_EQ(pool->in_use(), 0U);
+}
+
+// The sharded engine on the host's EAL: its threads register as lcores of the host's EAL.
+TEST(DpdkHosted, EngineRunsOnTheApplicationsEal) {
+  fastcm::test::expect_worker_handshake(fastcm::EalOwner::application);
+}
+
+// An engine told it owns EAL cannot start it in a process whose host already did.
+TEST(DpdkHosted, EngineOwnedEalIsRefusedWhenTheHostInitialisedIt) {
+  fastcm::SteadyClock clock;
+  fastcm::loopback::LoopbackFabric fabric(fastcm::loopback::LoopbackConfig::two_hcas(1), clock);
+  EXPECT_EQ(fastcm::Engine::create(fabric.hca(0), clock, fastcm::EngineConfig{.eal = fastcm::EalOwner::engine}),
+            nullptr);
 }
 
 }  // namespace
