@@ -2,8 +2,9 @@
 // thread reads a consistent copy without stopping it (DESIGN.md: counters readable from any thread).
 //
 // The shard keeps counting in plain memory on its hot path; only the publish (once per batch, a
-// few hundred bytes per port) touches shared memory. Words are copied with relaxed atomic_refs so
-// the racing copy is defined behaviour (and TSan-clean); the sequence number orders them.
+// few hundred bytes per port) touches shared memory. Words are copied through atomic_refs, stored
+// with release and loaded with acquire, so the racing copy is defined behaviour and ordered
+// against the sequence number without standalone fences (which GCC's TSan rejects).
 #pragma once
 
 #include <algorithm>
@@ -27,13 +28,12 @@ class CounterSnapshot {
   void publish(std::span<const PortCounters> live) noexcept {
     const std::uint32_t seq = seq_.load(std::memory_order_relaxed);
     seq_.store(seq + 1, std::memory_order_relaxed);
-    // Release fence: orders the odd sequence before the word stores; pairs with the reader's
-    // acquire fence before its second sequence load.
-    std::atomic_thread_fence(std::memory_order_release);
     for (std::size_t p = 0; p < ports_ && p < live.size(); ++p) {
       const auto* src = reinterpret_cast<const std::uint64_t*>(&live[p]);
       for (std::size_t w = 0; w < kWordsPerPort; ++w) {
-        std::atomic_ref<std::uint64_t>(words_[p * kWordsPerPort + w]).store(src[w], std::memory_order_relaxed);
+        // Release: a reader whose acquire load sees this word also sees the odd sequence above,
+        // so its second sequence load tells it the copy is torn.
+        std::atomic_ref<std::uint64_t>(words_[p * kWordsPerPort + w]).store(src[w], std::memory_order_release);
       }
     }
     // Release: pairs with the reader's first acquire load; an even value means the words are whole.
@@ -50,10 +50,11 @@ class CounterSnapshot {
         for (std::size_t p = 0; p < ports; ++p) {
           auto* dst = reinterpret_cast<std::uint64_t*>(&out[p]);
           for (std::size_t w = 0; w < kWordsPerPort; ++w) {
-            dst[w] = std::atomic_ref<std::uint64_t>(words_[p * kWordsPerPort + w]).load(std::memory_order_relaxed);
+            // Acquire: pairs with publish's release store of the word; keeps the second sequence
+            // load below after it.
+            dst[w] = std::atomic_ref<std::uint64_t>(words_[p * kWordsPerPort + w]).load(std::memory_order_acquire);
           }
         }
-        std::atomic_thread_fence(std::memory_order_acquire);  // pairs: publish's release fence
         if (seq_.load(std::memory_order_relaxed) == before) return;
       }
       std::this_thread::yield();
