@@ -277,7 +277,7 @@ TEST(MpscEventQueueThreads, FourProducersConsumerOnEventFdEveryEventOnceInOrder)
 // empty, which is when the consumer's pop is deciding whether to clear the eventfd. The consumer
 // pops one event at a time and then sleeps on the eventfd, so every event needs a wake-up.
 TEST(MpscEventQueueThreads, RefillAtTheMomentOfEmptyingNeverLosesAWakeUp) {
-  constexpr std::uint32_t kRounds = 10'000;
+  constexpr std::uint32_t kRounds = 5'000;
   constexpr std::uint32_t kSpins = 1'000;
   constexpr int kGuardMs = 10'000;
   MpscEventQueue queue(4);
