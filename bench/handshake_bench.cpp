@@ -7,8 +7,13 @@
 // A handshake here is create_id + REQ + REP + RTU, as an application sees it.
 //
 // BM_HandshakeStorm runs both engines with Threading::workers (the client has as many shards as
-// the server); BM_HandshakeInline runs both with Threading::caller, one thread driving both
-// through progress(): the protocol's cost without thread hand-offs.
+// the server) and the benchmark thread connects all of them: each create_id and send_req is a
+// call handed to a client shard and waited for, as from any application thread.
+// BM_HandshakeWindow is the same storm with the benchmark thread connecting only the first
+// kWindow; every later connect is made by a client callback (after its RTU, on its shard, inline),
+// keeping kWindow handshakes in flight: the engines' rate without the application thread's waits.
+// BM_HandshakeInline runs both engines with Threading::caller, one thread driving both through
+// progress(): the protocol's cost without thread hand-offs.
 //
 // Timing: only the storm is timed (manual time; the CPU column is process CPU, paused outside the
 // storm). Between storms the client destroys its endpoints (DREQ; the server destroys its own on
@@ -17,6 +22,9 @@
 //   handshakes_per_s      handshakes over storm wall time
 //   cpu_us_per_handshake  process CPU time (every thread) over the handshakes
 //   cpu_cores             process CPU time over storm wall time
+//   issue_share           share of the storm's wall time until the benchmark thread's last
+//                         connect returned (caller mode: that loop also drives the engines;
+//                         BM_HandshakeWindow: its kWindow calls queue behind the storm's MADs)
 //   retries, drops        engine retransmissions and dropped MADs (both engines, all ports) and
 //                         fabric receive-queue drops over the run: nonzero means overload
 // A storm with any failed handshake (REJ, a timeout, or an API call refused) stops the benchmark
@@ -47,13 +55,23 @@ constexpr std::uint64_t kServiceId = 0x1000'0000'0000'0B0B;
 constexpr Qpn kClientQpnBase = 0x10000;  // connection i: client QP kClientQpnBase + i
 constexpr Qpn kServerQpnBit = 0x800000;  // the server's QP for it: the client's with this bit set
 constexpr std::uint32_t kInlineBatch = 32;  // REQs sent between two progress rounds (caller mode)
+constexpr std::uint32_t kWindow = 256;      // BM_HandshakeWindow: handshakes in flight
 constexpr auto kStormDeadline = std::chrono::seconds(60);
 constexpr auto kDrainDeadline = std::chrono::seconds(60);
 
-// One storm's outcome, shared by the callbacks of both engines and the benchmark thread.
+void on_client_event(const Event& e, void* ctx);
+
+// One storm: what to send and its outcome, shared by the callbacks of both engines and the
+// benchmark thread.
 struct Storm {
   Engine* server = nullptr;
   Engine* client = nullptr;
+  std::vector<ReqParams> reqs;  // connection i's REQ
+  // Connection i's client endpoint, written by whoever connects i; read by the benchmark thread
+  // after `finished` (ordered through the handshake's MADs and the settle chain below).
+  std::vector<Id> client_ids;
+  bool chained = false;  // client callbacks connect the next connection after each RTU
+  std::atomic<std::uint32_t> next{0};  // the next connection to make; relaxed: only claims indexes
   // Handshakes settled either way, and how many of those failed. Written by shard threads with
   // acq_rel so the RMW chain carries every earlier `failed` increment to the last settler, whose
   // release() of `finished` is the acquire partner of the benchmark thread's try_acquire.
@@ -62,12 +80,24 @@ struct Storm {
   std::binary_semaphore finished{0};
 
   void reset() {
+    next.store(0, std::memory_order_relaxed);
     settled.store(0, std::memory_order_relaxed);
     failed.store(0, std::memory_order_relaxed);
   }
   void settle(bool ok) {
     if (!ok) failed.fetch_add(1, std::memory_order_relaxed);
     if (settled.fetch_add(1, std::memory_order_acq_rel) + 1 == kConnections) finished.release();
+  }
+
+  // Creates and connects the next endpoint, if any is left; a refused call counts it failed.
+  void connect_next() {
+    const std::uint32_t i = next.fetch_add(1, std::memory_order_relaxed);
+    if (i >= kConnections) return;
+    const Delivery delivery{.handler = &on_client_event, .handler_context = this};
+    if (client->create_id(delivery, nullptr, client_ids[i]) != Status::ok ||
+        client->send_req(client_ids[i], reqs[i]) != Status::ok) {
+      settle(false);
+    }
   }
 };
 
@@ -96,12 +126,13 @@ void on_server_event(const Event& e, void* ctx) {
   }
 }
 
-// Client: answer every REP with an RTU.
+// Client: answer every REP with an RTU (and, chained, start the next connection).
 void on_client_event(const Event& e, void* ctx) {
   auto& storm = *static_cast<Storm*>(ctx);
   switch (e.type) {
     case EventType::rep_received:
       if (storm.client->send_rtu(e.id, {}) != Status::ok) storm.settle(false);
+      if (storm.chained) storm.connect_next();
       break;
     case EventType::req_error:
     case EventType::rej_received: storm.settle(false); break;
@@ -162,10 +193,10 @@ struct Rig {
     lp.backlog = kConnections;
     lp.delivery = Delivery{.handler = &on_server_event, .handler_context = &storm};
     listening = server->listen(lp, listen_id) == Status::ok;
-    reqs.resize(kConnections);
+    storm.reqs.resize(kConnections);
     for (std::uint32_t i = 0; i < kConnections; ++i) {
       const std::size_t port = i % ports;
-      ReqParams& p = reqs[i];
+      ReqParams& p = storm.reqs[i];
       p.service_id = kServiceId;
       p.primary = path_between(config.hcas[1].ports[port], config.hcas[0].ports[port]);
       p.qpn = kClientQpnBase + i;
@@ -176,21 +207,10 @@ struct Rig {
       p.local_cm_response_timeout = 20;
       p.max_cm_retries = 3;
     }
-    client_ids.resize(kConnections);
+    storm.client_ids.resize(kConnections);
   }
 
   [[nodiscard]] bool ready() const { return server && client && listening; }
-
-  // Creates and connects endpoint i; false (and the handshake counted failed) when refused.
-  bool connect(std::uint32_t i) {
-    const Delivery delivery{.handler = &on_client_event, .handler_context = &storm};
-    if (client->create_id(delivery, nullptr, client_ids[i]) == Status::ok &&
-        client->send_req(client_ids[i], reqs[i]) == Status::ok) {
-      return true;
-    }
-    storm.settle(false);
-    return false;
-  }
 
   [[nodiscard]] bool drained() const {
     return server->mad_buffers_in_use() == 0 && client->mad_buffers_in_use() == 0 &&
@@ -198,11 +218,13 @@ struct Rig {
   }
 
   // Retransmissions and drops of both engines and the fabric so far.
-  [[nodiscard]] std::uint64_t retries() const { return sum_engines([](const PortCounters& c) {
-    std::uint64_t n = 0;
-    for (const auto& m : c.messages) n += m.retried;
-    return n;
-  }); }
+  [[nodiscard]] std::uint64_t retries() const {
+    return sum_engines([](const PortCounters& c) {
+      std::uint64_t n = 0;
+      for (const auto& m : c.messages) n += m.retried;
+      return n;
+    });
+  }
   [[nodiscard]] std::uint64_t drops() const {
     std::uint64_t n = sum_engines([](const PortCounters& c) {
       std::uint64_t d = 0;
@@ -236,8 +258,6 @@ struct Rig {
   Storm storm;
   Id listen_id;
   bool listening = false;
-  std::vector<ReqParams> reqs;
-  std::vector<Id> client_ids;
 };
 
 double process_cpu_seconds() {
@@ -252,19 +272,22 @@ double seconds_since(WallClock::time_point start) {
   return std::chrono::duration<double>(WallClock::now() - start).count();
 }
 
-// Workers: this thread sends the REQs; the shards and pollers do the rest.
-bool storm_workers(Rig& rig) {
-  for (std::uint32_t i = 0; i < kConnections; ++i) rig.connect(i);
+// Workers: this thread makes `seed` connections; the shards and pollers do the rest. `issued` is
+// set when its last connect returned.
+bool storm_workers(Rig& rig, std::uint32_t seed, WallClock::time_point& issued) {
+  for (std::uint32_t i = 0; i < seed; ++i) rig.storm.connect_next();
+  issued = WallClock::now();
   return rig.storm.finished.try_acquire_for(kStormDeadline);
 }
 
 // Caller: this thread sends the REQs in batches and drives both engines between them.
-bool storm_inline(Rig& rig) {
+bool storm_inline(Rig& rig, WallClock::time_point& issued) {
   const auto drive = [&rig] { return rig.server->progress() + rig.client->progress(); };
   for (std::uint32_t i = 0; i < kConnections; ++i) {
-    rig.connect(i);
+    rig.storm.connect_next();
     if ((i + 1) % kInlineBatch == 0) drive();
   }
+  issued = WallClock::now();
   const auto deadline = WallClock::now() + kStormDeadline;
   while (rig.storm.settled.load(std::memory_order_acquire) < kConnections) {
     if (drive() == 0 && WallClock::now() > deadline) return false;
@@ -275,7 +298,7 @@ bool storm_inline(Rig& rig) {
 // Destroys the client's endpoints and waits until both engines have released every MAD (every
 // endpoint of the storm is through time-wait).
 bool tear_down(Rig& rig, Threading threading) {
-  for (const Id id : rig.client_ids) static_cast<void>(rig.client->destroy(id));
+  for (const Id id : rig.storm.client_ids) static_cast<void>(rig.client->destroy(id));
   const auto deadline = WallClock::now() + kDrainDeadline;
   while (!rig.drained()) {
     if (WallClock::now() > deadline) return false;
@@ -289,7 +312,8 @@ bool tear_down(Rig& rig, Threading threading) {
   return true;
 }
 
-void run_storms(benchmark::State& state, Threading threading) {
+// `seed`: the connections the benchmark thread makes in workers mode (the rest are chained).
+void run_storms(benchmark::State& state, Threading threading, std::uint32_t seed) {
   const auto shards = static_cast<std::uint32_t>(state.range(0));
   const auto ports = static_cast<std::uint8_t>(state.range(1));
   Rig rig(shards, ports, threading);
@@ -297,19 +321,23 @@ void run_storms(benchmark::State& state, Threading threading) {
     state.SkipWithError("engine or listen setup failed");
     return;
   }
+  rig.storm.chained = seed < kConnections;
   const std::uint64_t retries_before = rig.retries();
   const std::uint64_t drops_before = rig.drops();
   double wall = 0;
   double cpu = 0;
+  double issue = 0;
   for (auto _ : state) {
     rig.storm.reset();
     const double cpu_start = process_cpu_seconds();
     const auto wall_start = WallClock::now();
-    const bool finished =
-        threading == Threading::workers ? storm_workers(rig) : storm_inline(rig);
+    WallClock::time_point issued = wall_start;
+    const bool finished = threading == Threading::workers ? storm_workers(rig, seed, issued)
+                                                          : storm_inline(rig, issued);
     const double storm_wall = seconds_since(wall_start);
     cpu += process_cpu_seconds() - cpu_start;
     wall += storm_wall;
+    issue += std::chrono::duration<double>(issued - wall_start).count();
     state.SetIterationTime(storm_wall);
 
     state.PauseTiming();
@@ -335,26 +363,30 @@ void run_storms(benchmark::State& state, Threading threading) {
   if (wall > 0) {
     state.counters["handshakes_per_s"] = handshakes / wall;
     state.counters["cpu_cores"] = cpu / wall;
+    state.counters["issue_share"] = issue / wall;
   }
-  state.counters["cpu_us_per_handshake"] = cpu * 1e6 / handshakes;
+  if (handshakes > 0) state.counters["cpu_us_per_handshake"] = cpu * 1e6 / handshakes;
   state.counters["retries"] = static_cast<double>(rig.retries() - retries_before);
   state.counters["drops"] = static_cast<double>(rig.drops() - drops_before);
 }
 
-void BM_HandshakeStorm(benchmark::State& state) { run_storms(state, Threading::workers); }
-void BM_HandshakeInline(benchmark::State& state) { run_storms(state, Threading::caller); }
+void BM_HandshakeStorm(benchmark::State& state) {
+  run_storms(state, Threading::workers, kConnections);
+}
+void BM_HandshakeWindow(benchmark::State& state) { run_storms(state, Threading::workers, kWindow); }
+void BM_HandshakeInline(benchmark::State& state) {
+  run_storms(state, Threading::caller, kConnections);
+}
 
-BENCHMARK(BM_HandshakeStorm)
-    ->ArgsProduct({{1, 2}, {1, 2}})
-    ->ArgNames({"shards", "ports"})
-    ->UseManualTime()
-    ->MeasureProcessCPUTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_HandshakeInline)
-    ->ArgsProduct({{1, 2}, {1, 2}})
-    ->ArgNames({"shards", "ports"})
-    ->UseManualTime()
-    ->MeasureProcessCPUTime()
-    ->Unit(benchmark::kMillisecond);
+void configure(benchmark::internal::Benchmark* b) {
+  b->ArgsProduct({{1, 2}, {1, 2}})
+      ->ArgNames({"shards", "ports"})
+      ->UseManualTime()
+      ->MeasureProcessCPUTime()
+      ->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_HandshakeStorm)->Apply(configure);
+BENCHMARK(BM_HandshakeWindow)->Apply(configure);
+BENCHMARK(BM_HandshakeInline)->Apply(configure);
 
 }  // namespace
