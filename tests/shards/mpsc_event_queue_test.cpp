@@ -275,10 +275,15 @@ TEST(MpscEventQueueThreads, FourProducersConsumerOnEventFdEveryEventOnceInOrder)
 
 // The lost wake-up race itself: the producer pushes the next event the moment it sees the queue
 // empty, which is when the consumer's pop is deciding whether to clear the eventfd. The consumer
-// pops one event at a time and then sleeps on the eventfd, so every event needs a wake-up.
+// pops one event at a time and then waits for the eventfd (polling it, then sleeping on it), so
+// every event needs a wake-up. (Catching a lost wake-up is a matter of chance: with the re-signal
+// after the clear removed, or the clear moved after it, this test failed in most runs.)
 TEST(MpscEventQueueThreads, RefillAtTheMomentOfEmptyingNeverLosesAWakeUp) {
-  constexpr std::uint32_t kRounds = 5'000;
-  constexpr std::uint32_t kSpins = 1'000;
+  constexpr std::uint32_t kRounds = 10'000;
+  // Spinning before blocking, some 10 to 100 us on either side (longer under sanitizers): size()
+  // is two loads, readable() a syscall.
+  constexpr std::uint32_t kProducerSpins = 2'000;
+  constexpr std::uint32_t kConsumerSpins = 100;
   constexpr int kGuardMs = 10'000;
   MpscEventQueue queue(4);
   std::atomic<std::uint32_t> taken{0};  // events popped, for a producer that stopped spinning
@@ -291,8 +296,8 @@ TEST(MpscEventQueueThreads, RefillAtTheMomentOfEmptyingNeverLosesAWakeUp) {
         // yet returned from that pop. Spin for that moment; a consumer that needs longer (a busy
         // machine) is waited for without taking the core it needs.
         std::uint32_t spin = 0;
-        while (spin < kSpins && queue.size() != 0) ++spin;
-        if (spin == kSpins) {
+        while (spin < kProducerSpins && queue.size() != 0) ++spin;
+        if (spin == kProducerSpins) {
           for (std::uint32_t t; (t = taken.load(std::memory_order_acquire)) < seq;) taken.wait(t);
         }
         // A varying delay moves the push across the consumer's steps after its dequeue.
@@ -303,7 +308,11 @@ TEST(MpscEventQueueThreads, RefillAtTheMomentOfEmptyingNeverLosesAWakeUp) {
     });
     std::array<Event, 1> out{};
     while (received < kRounds) {
-      if (!wait_readable(queue.event_fd(), kGuardMs)) {
+      // Polls without blocking for a while first, so that on an idle machine both threads stay
+      // on their cores and the producer's push meets this thread's pops: what the test is after.
+      std::uint32_t spin = 0;
+      while (spin < kConsumerSpins && !readable(queue.event_fd())) ++spin;
+      if (spin == kConsumerSpins && !wait_readable(queue.event_fd(), kGuardMs)) {
         lost_wake_up = true;
         producer.request_stop();
         taken.store(kRounds, std::memory_order_release);  // releases a waiting producer
