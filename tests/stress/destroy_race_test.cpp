@@ -1,0 +1,181 @@
+// Focused scenarios for what the storm hits only by chance, each on engines of Threading::workers
+// and each deterministic in what it checks:
+// - destroy from another thread while the endpoint's callback is held inside the engine;
+// - listen churn while the shards poll without ever sleeping: destroy of a listen succeeds and
+//   every listen's on_destroyed runs, also the last one, which no later listen change follows.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "tests/stress/probe.h"
+#include "tests/stress/quiescence.h"
+#include "tests/stress/server_side.h"
+#include "tests/stress/storm_plan.h"
+#include "tests/stress/stress_env.h"
+
+namespace fastcm::stress {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A client endpoint whose rep_received callback announces itself and then holds its shard until
+// the test thread says destroy returned (bounded: a missing release is a violation, not a hang).
+struct HeldCallback {
+  Engine* engine = nullptr;
+  std::atomic<bool> entered{false};  // release by the callback, acquire by the test thread
+  std::atomic<Status> rtu_status{Status::ok};
+  std::atomic<bool> finished{false};
+
+  static void on_event(const Event& event, void* self_ptr) {
+    auto& self = *static_cast<HeldCallback*>(self_ptr);
+    auto& probe = *static_cast<Probe*>(event.context);
+    const CallbackScope scope(probe, event);
+    if (event.type != EventType::rep_received) return;
+    self.entered.store(true, std::memory_order_release);
+    const auto until = Clock::now() + kGuard;
+    while (!probe.destroy_returned.load(std::memory_order_acquire)) {  // pairs: the test thread
+      if (Clock::now() >= until) {
+        probe.ledger->violation("the held callback was never released: " + probe.describe());
+        break;
+      }
+      std::this_thread::yield();
+    }
+    // Destroy returned while this callback ran: calls on the endpoint fail from here on.
+    self.rtu_status.store(self.engine->send_rtu(event.id, {}), std::memory_order_relaxed);
+    self.finished.store(true, std::memory_order_release);
+  }
+};
+
+TEST(DestroyRace, FromAnotherThreadWhileTheCallbackRuns) {
+  const auto deadline = Clock::now() + kGuard;
+  Ledger ledger;
+  const std::uint32_t rounds = scaled(60);
+  ProbeArena arena(ledger, std::size_t{rounds} * 4);
+  ListenProbe listen_probe;
+  listen_probe.ledger = &ledger;
+  listen_probe.service_id = kMainService;
+  StressCluster cluster(engine_config(2), engine_config(2));
+  ASSERT_TRUE(cluster.ready());
+  ServerSide server(cluster.server(), arena, ledger);
+  ListenParams listen;
+  listen.service_id = kMainService;
+  listen.delivery = server.callbacks();
+  listen.context = &listen_probe;
+  Id listen_id;
+  ASSERT_EQ(cluster.server().listen(listen, listen_id), Status::ok);
+
+  std::uint32_t conn = 0;
+  for (std::uint32_t round = 0; round < rounds; ++round, ++conn) {
+    while (service_of(conn) != kMainService || server_plan(conn) != accept) ++conn;  // a plain REP
+    HeldCallback held;
+    held.engine = &cluster.client();
+    Probe& probe = *arena.take(Role::client, conn, complete);
+    Id id;
+    ASSERT_EQ(cluster.client().create_id(Delivery{.handler = &HeldCallback::on_event, .handler_context = &held},
+                                         &probe, id),
+              Status::ok);
+    probe.id.store(id.raw, std::memory_order_release);
+    const Tag tag = make_tag(kReqMagic, conn, client_qpn(conn));
+    ReqParams req;
+    req.service_id = kMainService;
+    req.primary = cluster.path(client_port_of(conn), server_port_of(conn));
+    req.qpn = client_qpn(conn);
+    req.remote_cm_response_timeout = kCmResponseTimeout;
+    req.local_cm_response_timeout = kCmResponseTimeout;
+    req.max_cm_retries = kMaxCmRetries;
+    req.private_data = tag;
+    ASSERT_EQ(cluster.client().send_req(id, req), Status::ok);
+
+    ASSERT_TRUE(ledger.wait_until(deadline, [&] { return held.entered.load(std::memory_order_acquire); }))
+        << "round " << round << ": no REP reached the client";
+    probe.destroy_claimed.store(true, std::memory_order_release);
+    ASSERT_EQ(cluster.client().destroy(id, &on_probe_destroyed, &probe), Status::ok);
+    // The callback is still held: on_destroyed cannot have run.
+    EXPECT_EQ(probe.destroyed_runs.load(std::memory_order_acquire), 0u) << "round " << round;
+    probe.destroy_thread.store(thread_token(), std::memory_order_relaxed);
+    probe.destroy_returned.store(true, std::memory_order_release);  // releases the callback
+    finish_destroy(cluster.client(), probe, Caller::other_thread);  // returns after the callback
+    EXPECT_TRUE(held.finished.load(std::memory_order_acquire)) << "the fence ran before the held callback ended";
+    ASSERT_TRUE(ledger.wait_until(deadline, [&] { return probe.done(); })) << "round " << round << ": no on_destroyed";
+    EXPECT_EQ(held.rtu_status.load(), Status::stale_id) << "round " << round;
+  }
+  // The server side learns of each abandoned connection (REJ) and destroys its endpoint.
+  EXPECT_TRUE(ledger.wait_until(deadline, [&] { return ledger.completed() >= arena.taken(); }))
+      << ledger.completed() << " of " << arena.taken() << " endpoints done\n"
+      << stuck_probes(arena, cluster, 10);
+  ASSERT_EQ(cluster.server().destroy(listen_id), Status::ok);
+  server.stop();
+  EXPECT_TRUE(wait_for_idle_pools(cluster, deadline));
+  EXPECT_EQ(ledger.violation_count(), 0u) << ledger.violation_report();
+  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10))) << "an engine's destructor did not return";
+}
+
+// Shards that never sleep stay online and report a quiescent point after every batch (a busy
+// engine looks the same). A listen's on_destroyed must come once they have passed one, even when
+// no other listen changes afterwards.
+TEST(ListenLifetime, LastListenOnDestroyedRunsWhileShardsPoll) {
+  EngineConfig polling = engine_config(2);
+  polling.idle_spins = ~0u;
+  StressCluster cluster(polling, engine_config(1));
+  ASSERT_TRUE(cluster.ready());
+  Ledger ledger;
+  ListenProbe probe;
+  probe.ledger = &ledger;
+  probe.service_id = kMainService;
+  ListenParams params;
+  params.service_id = kMainService;
+  params.delivery = Delivery{.handler = [](const Event&, void*) {}, .handler_context = nullptr};
+  Id id;
+  ASSERT_EQ(cluster.server().listen(params, id), Status::ok);
+  ASSERT_EQ(cluster.server().destroy(id, &on_listen_destroyed, &probe), Status::ok);
+  EXPECT_TRUE(ledger.wait_until(Clock::now() + std::chrono::seconds(5),
+                                [&] { return probe.destroyed_runs.load(std::memory_order_acquire) == 1; }))
+      << "on_destroyed of the listen did not run within 5 s";
+  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10))) << "an engine's destructor did not return";
+  EXPECT_EQ(probe.destroyed_runs.load(), 1u) << "on_destroyed must run exactly once, by engine teardown at the latest";
+}
+
+// Back-to-back listen and destroy while the shards poll: listen() may answer no_resources while
+// old snapshots wait for their grace period (its documented transient error; retried here), but
+// destroy() of a live listen answers ok (engine.h: its only error is stale_id).
+TEST(ListenLifetime, DestroyOfAListenNeverFailsUnderChurn) {
+  EngineConfig polling = engine_config(2);
+  polling.idle_spins = ~0u;
+  StressCluster cluster(polling, engine_config(1));
+  ASSERT_TRUE(cluster.ready());
+  Ledger ledger;
+  constexpr std::uint32_t kListens = 200;
+  const auto probes = std::make_unique<ListenProbe[]>(kListens);
+  std::uint32_t listen_retries = 0;
+  std::uint32_t destroy_failures = 0;
+  for (std::uint32_t i = 0; i < kListens; ++i) {
+    probes[i].ledger = &ledger;
+    ListenParams params;
+    params.service_id = kChurnServiceBase + i;
+    params.delivery = Delivery{.handler = [](const Event&, void*) {}, .handler_context = nullptr};
+    Id id;
+    Status s;
+    const auto give_up = Clock::now() + std::chrono::seconds(5);
+    while ((s = cluster.server().listen(params, id)) == Status::no_resources && Clock::now() < give_up) {
+      ++listen_retries;
+      std::this_thread::yield();
+    }
+    ASSERT_EQ(s, Status::ok) << "listen " << i;
+    while ((s = cluster.server().destroy(id, &on_listen_destroyed, &probes[i])) == Status::no_resources &&
+           Clock::now() < give_up) {
+      ++destroy_failures;
+      std::this_thread::yield();
+    }
+    ASSERT_EQ(s, Status::ok) << "destroy of listen " << i;
+  }
+  EXPECT_EQ(destroy_failures, 0u) << "destroy of a live listen answered no_resources " << destroy_failures
+                                  << " times (listen() was retried " << listen_retries << " times)";
+  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10))) << "an engine's destructor did not return";
+  for (std::uint32_t i = 0; i < kListens; ++i) EXPECT_EQ(probes[i].destroyed_runs.load(), 1u) << "listen " << i;
+}
+
+}  // namespace
+}  // namespace fastcm::stress

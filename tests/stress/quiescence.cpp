@@ -1,0 +1,113 @@
+#include "tests/stress/quiescence.h"
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace fastcm::stress {
+
+namespace {
+
+constexpr auto kPollStep = std::chrono::milliseconds(1);
+
+// Idle endpoints made to count slots never connect: any event for one is a violation.
+void unexpected_event(const Event& event, void* ledger) {
+  static_cast<Ledger*>(ledger)->violation(std::string(name(event.type)) + " for an endpoint that never connected");
+}
+
+void count_destroyed(void* counter) {
+  static_cast<std::atomic<std::uint32_t>*>(counter)->fetch_add(1, std::memory_order_release);
+}
+
+template <class Pred>
+bool poll_until(Deadline deadline, Pred done) {
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(kPollStep);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool wait_for_idle_pools(StressCluster& cluster, Deadline deadline) {
+  return poll_until(deadline, [&] {
+    return cluster.server().mad_buffers_in_use() == 0 && cluster.client().mad_buffers_in_use() == 0 &&
+           cluster.fabric().total_pending() == 0;
+  });
+}
+
+Capacity measure_capacity(Engine& engine, std::uint32_t max_endpoints, Ledger& ledger, Deadline deadline) {
+  const Delivery delivery{.handler = &unexpected_event, .handler_context = &ledger};
+  std::vector<Id> ids;
+  ids.reserve(max_endpoints + 1);
+  Capacity last;
+  for (;;) {
+    ids.clear();
+    Status s = Status::ok;
+    while (ids.size() <= max_endpoints) {
+      Id id;
+      s = engine.create_id(delivery, nullptr, id);
+      if (s != Status::ok) break;
+      ids.push_back(id);
+    }
+    last = Capacity{.created = static_cast<std::uint32_t>(ids.size()), .stopped_by = s};
+    // On the heap: if on_destroyed never comes, the counter is leaked rather than freed under the
+    // engine's feet.
+    auto destroyed = std::make_unique<std::atomic<std::uint32_t>>(0);
+    for (const Id id : ids) {
+      if (engine.destroy(id, &count_destroyed, destroyed.get()) != Status::ok) {
+        ledger.violation("destroy of an idle endpoint failed");
+        destroyed->fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (!poll_until(deadline, [&] {
+          return destroyed->load(std::memory_order_acquire) == ids.size();  // pairs: count_destroyed
+        })) {
+      ledger.violation("on_destroyed of idle endpoints never ran");
+      static_cast<void>(destroyed.release());
+      return last;
+    }
+    const bool full = last.created == max_endpoints && last.stopped_by == Status::no_resources;
+    if (full || std::chrono::steady_clock::now() >= deadline) return last;
+    std::this_thread::sleep_for(kPollStep);  // time-wait still holds slots: look again
+  }
+}
+
+PortCounters total_counters(const Engine& engine) {
+  std::vector<PortCounters> ports(kPorts + 1);
+  engine.counters(ports);
+  PortCounters sum;
+  for (const PortCounters& p : ports) {
+    for (std::size_t m = 0; m < kCmMessageKinds; ++m) {
+      sum.messages[m].sent += p.messages[m].sent;
+      sum.messages[m].received += p.messages[m].received;
+      sum.messages[m].retried += p.messages[m].retried;
+      sum.messages[m].duplicate += p.messages[m].duplicate;
+    }
+    for (std::size_t d = 0; d < kDropReasons; ++d) sum.drops[d] += p.drops[d];
+  }
+  return sum;
+}
+
+std::string stuck_probes(ProbeArena& arena, StressCluster& cluster, std::size_t limit) {
+  std::string out;
+  std::size_t shown = 0;
+  for (std::size_t i = 0; i < arena.taken() && shown < limit; ++i) {
+    const Probe& p = arena.at(i);
+    if (p.done()) continue;
+    ++shown;
+    ConnectionInfo info;
+    std::string state = "unknown (idle endpoints are on either engine)";
+    if (p.role != Role::idle) {
+      Engine& engine = p.role == Role::server ? cluster.server() : cluster.client();
+      const Status s = engine.connection_info(p.handle(), info);
+      state = s == Status::ok ? std::string(info.state) : std::string(to_string(s));
+    }
+    out += "  " + p.describe() + " engine state " + state + "\n";
+  }
+  return out;
+}
+
+}  // namespace fastcm::stress
