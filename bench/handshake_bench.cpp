@@ -167,14 +167,16 @@ loopback::LoopbackConfig fabric_config(std::uint8_t ports) {
 }
 
 // Sized so that nothing runs out: endpoints for a storm plus any still in time-wait, MADs for each
-// endpoint's kept sent and received MAD plus full inboxes, inboxes that hold a storm.
+// endpoint's kept sent and received MAD plus full inboxes, inboxes that hold a storm twice over
+// (at exactly kConnections, the teardown's burst of kConnections DREQs now and then overflowed
+// the server's inbox by a few bursts, and each lost DREQ costs a 4 s retransmission).
 EngineConfig engine_config(std::uint32_t shards, Threading threading) {
   EngineConfig config;
   config.shards = shards;
   config.threading = threading;
-  config.shard_inbox = kConnections;
+  config.shard_inbox = 2 * kConnections;
   config.max_endpoints = 2 * kConnections;
-  config.mad_buffers = 4 * kConnections + shards * kConnections;
+  config.mad_buffers = 4 * kConnections + shards * config.shard_inbox;
   return config;
 }
 
