@@ -39,16 +39,17 @@ class Listens {
 
   // The listen for a REQ or SIDR_REQ to `service_id` arriving on port number `port_num`: the
   // longest mask wins, then a port-specific listen over an every-port one. Null when none matches.
-  // Thread contract: a shard's thread, between two of its quiescent points; the result stays valid
-  // until that shard's next quiescent point.
+  // Thread contract: a shard's thread while that shard is online (shards/epoch.h), between two of
+  // its quiescent points; the result stays valid until that shard's next quiescent point.
   [[nodiscard]] virtual const Listen* match(std::uint64_t service_id, std::uint8_t port_num) noexcept = 0;
 
   // Counts one REQ against `listen`'s backlog. False, counting nothing, when the backlog is full or
-  // the listen has been removed since it was matched. Thread contract: any shard thread, at once.
+  // the listen has been removed since it was matched. Thread contract: the shard that matched
+  // `listen`, before its next quiescent point (it reads the snapshot); shards may call it at once.
   [[nodiscard]] virtual bool take_backlog(const Listen& listen) noexcept = 0;
 
   // Gives back one unit taken with take_backlog. Ignored when the listen has been removed since
-  // (its backlog went with it) or `ref` is empty. Thread contract: any shard thread, at once.
+  // (its backlog went with it) or `ref` is empty. Thread contract: any thread, at once.
   virtual void release_backlog(BacklogRef ref) noexcept = 0;
 };
 
