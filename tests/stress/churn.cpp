@@ -20,8 +20,8 @@ constexpr auto kRetryFor = std::chrono::seconds(1);
 
 void check(Ledger& ledger, Status got, Status want, const char* what) {
   if (got != want) {
-    ledger.violation(std::string(what) + " returned " + std::string(to_string(got)) + ", expected " +
-                     std::string(to_string(want)));
+    ledger.violation(std::string(what) + " returned " + std::string(to_string(got)) +
+                     ", expected " + std::string(to_string(want)));
   }
 }
 
@@ -30,7 +30,8 @@ void check(Ledger& ledger, Status got, Status want, const char* what) {
 void churn_ids(Engine& engine, const Delivery& delivery, ProbeArena& arena, std::uint32_t rounds,
                std::chrono::steady_clock::time_point deadline) {
   std::array<Probe*, kMaxBatch> batch{};
-  for (std::uint32_t round = 0; round < rounds && std::chrono::steady_clock::now() < deadline; ++round) {
+  for (std::uint32_t round = 0; round < rounds && std::chrono::steady_clock::now() < deadline;
+       ++round) {
     const std::uint32_t size = 1 + round % kMaxBatch;
     std::uint32_t made = 0;
     for (; made < size; ++made) {
@@ -51,7 +52,9 @@ void churn_ids(Engine& engine, const Delivery& delivery, ProbeArena& arena, std:
       Probe& probe = *batch[i];
       Ledger& ledger = *probe.ledger;
       switch ((round + i) % 3) {
-        case 0: destroy_probe(engine, probe, Caller::other_thread); break;
+        case 0:
+          destroy_probe(engine, probe, Caller::other_thread);
+          break;
         case 1:
           check(ledger, engine.set_context(probe.handle(), &probe), Status::ok, "set_context");
           destroy_probe(engine, probe, Caller::other_thread);
@@ -63,9 +66,12 @@ void churn_ids(Engine& engine, const Delivery& delivery, ProbeArena& arena, std:
           probe.synced.store(true, std::memory_order_release);
           ledger.complete();
           ConnectionInfo info;
-          check(ledger, engine.connection_info(probe.handle(), info), Status::stale_id, "connection_info after destroy_sync");
-          check(ledger, engine.destroy_sync(probe.handle()), Status::stale_id, "a second destroy_sync");
-          check(ledger, engine.set_context(probe.handle(), nullptr), Status::stale_id, "set_context after destroy_sync");
+          check(ledger, engine.connection_info(probe.handle(), info), Status::stale_id,
+                "connection_info after destroy_sync");
+          check(ledger, engine.destroy_sync(probe.handle()), Status::stale_id,
+                "a second destroy_sync");
+          check(ledger, engine.set_context(probe.handle(), nullptr), Status::stale_id,
+                "set_context after destroy_sync");
           break;
         }
       }
@@ -73,8 +79,8 @@ void churn_ids(Engine& engine, const Delivery& delivery, ProbeArena& arena, std:
   }
 }
 
-ListenChurn churn_listens(Engine& engine, const Delivery& delivery, std::span<ListenProbe> listens, Ledger& ledger,
-                          std::chrono::steady_clock::time_point deadline) {
+ListenChurn churn_listens(Engine& engine, const Delivery& delivery, std::span<ListenProbe> listens,
+                          Ledger& ledger, std::chrono::steady_clock::time_point deadline) {
   ListenChurn result;
   for (std::size_t i = 0; i < listens.size() && std::chrono::steady_clock::now() < deadline; ++i) {
     ListenProbe& probe = listens[i];
@@ -88,7 +94,8 @@ ListenChurn churn_listens(Engine& engine, const Delivery& delivery, std::span<Li
     Id id;
     Status s = Status::ok;
     const auto give_up = std::chrono::steady_clock::now() + kRetryFor;
-    while ((s = engine.listen(params, id)) == Status::no_resources && std::chrono::steady_clock::now() < give_up) {
+    while ((s = engine.listen(params, id)) == Status::no_resources &&
+           std::chrono::steady_clock::now() < give_up) {
       ++result.listen_retries;
       std::this_thread::sleep_for(kRetryStep);
     }
@@ -105,13 +112,15 @@ ListenChurn churn_listens(Engine& engine, const Delivery& delivery, std::span<Li
     if (s != Status::ok) {
       check(ledger, s, Status::ok, "destroy of a listen");
       const auto stop_trying = std::chrono::steady_clock::now() + kRetryFor;
-      while (s != Status::ok && s != Status::stale_id && std::chrono::steady_clock::now() < stop_trying) {
+      while (s != Status::ok && s != Status::stale_id &&
+             std::chrono::steady_clock::now() < stop_trying) {
         std::this_thread::sleep_for(kRetryStep);
         s = engine.destroy(id, &on_listen_destroyed, &probe);
       }
       if (s != Status::ok) --result.created;  // it owes no on_destroyed
     }
-    check(ledger, engine.destroy(id, &on_listen_destroyed, &probe), Status::stale_id, "a second destroy of a listen");
+    check(ledger, engine.destroy(id, &on_listen_destroyed, &probe), Status::stale_id,
+          "a second destroy of a listen");
   }
   return result;
 }

@@ -29,7 +29,7 @@ struct ListenChurn {
 // every port or on one), each destroyed with on_listen_destroyed once it received a REQ or a few
 // milliseconds passed. listen() answering no_resources is retried for a while (its documented
 // transient error); destroy() must answer ok.
-ListenChurn churn_listens(Engine& engine, const Delivery& delivery, std::span<ListenProbe> listens, Ledger& ledger,
-                          std::chrono::steady_clock::time_point deadline);
+ListenChurn churn_listens(Engine& engine, const Delivery& delivery, std::span<ListenProbe> listens,
+                          Ledger& ledger, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace fastcm::stress

@@ -19,7 +19,11 @@ constexpr auto kIdleWait = std::chrono::milliseconds(2);
 }  // namespace
 
 ClientSide::ClientSide(StressCluster& cluster, ProbeArena& arena, Ledger& ledger)
-    : cluster_(cluster), engine_(cluster.client()), arena_(arena), ledger_(ledger), reaper_(cluster.client()) {}
+    : cluster_(cluster),
+      engine_(cluster.client()),
+      arena_(arena),
+      ledger_(ledger),
+      reaper_(cluster.client()) {}
 
 ClientSide::~ClientSide() { reaper_.stop(); }
 
@@ -27,7 +31,8 @@ bool ClientSide::run(std::uint32_t threads, std::uint32_t per_thread, std::uint3
                      std::chrono::steady_clock::time_point deadline) {
   std::vector<std::thread> drivers;
   for (std::uint32_t t = 0; t < threads; ++t) {
-    drivers.emplace_back([this, t, per_thread, window, deadline] { drive(t, per_thread, window, deadline); });
+    drivers.emplace_back(
+        [this, t, per_thread, window, deadline] { drive(t, per_thread, window, deadline); });
   }
   for (std::thread& d : drivers) d.join();
   return !timed_out_.load(std::memory_order_relaxed);  // the drivers are joined: no race left
@@ -37,11 +42,11 @@ Probe* ClientSide::open(std::uint32_t conn) {
   Probe* probe = arena_.take(Role::client, conn, client_plan(conn));
   if (probe == nullptr) return nullptr;
   Id id;
-  if (const Status s = engine_.create_id(Delivery{.handler = &ClientSide::on_callback, .handler_context = this},
-                                         probe, id);
+  if (const Status s = engine_.create_id(
+          Delivery{.handler = &ClientSide::on_callback, .handler_context = this}, probe, id);
       s != Status::ok) {
-    ledger_.violation(std::string("create_id returned ") + std::string(to_string(s)) + " for conn " +
-                      std::to_string(conn));
+    ledger_.violation(std::string("create_id returned ") + std::string(to_string(s)) +
+                      " for conn " + std::to_string(conn));
     probe->synced.store(true, std::memory_order_release);  // never an endpoint: nothing to wait for
     ledger_.complete();
     return nullptr;
@@ -61,7 +66,8 @@ Probe* ClientSide::open(std::uint32_t conn) {
   req.max_cm_retries = kMaxCmRetries;
   req.private_data = tag;
   if (const Status s = engine_.send_req(id, req); s != Status::ok) {
-    ledger_.violation(std::string("send_req returned ") + std::string(to_string(s)) + ": " + probe->describe());
+    ledger_.violation(std::string("send_req returned ") + std::string(to_string(s)) + ": " +
+                      probe->describe());
     destroy_probe(engine_, *probe, Caller::other_thread);
     return nullptr;
   }
@@ -87,9 +93,12 @@ void ClientSide::drive(std::uint32_t thread_index, std::uint32_t per_thread, std
     const Probe& p = *f.probe;
     if (p.destroy_claimed.load(std::memory_order_acquire)) return true;
     switch (p.plan) {
-      case complete_inline: return false;  // its ending callback destroys it
-      case abandon_later: return true;
-      default: return p.outcome_now() != Outcome::none;
+      case complete_inline:
+        return false;  // its ending callback destroys it
+      case abandon_later:
+        return true;
+      default:
+        return p.outcome_now() != Outcome::none;
     }
   };
   for (;;) {
@@ -104,11 +113,14 @@ void ClientSide::drive(std::uint32_t thread_index, std::uint32_t per_thread, std
     if (in_flight.empty() && opened == per_thread) return;
     std::erase_if(in_flight, [&](InFlight& f) {
       Probe& p = *f.probe;
-      if (p.destroy_claimed.load(std::memory_order_acquire)) return true;  // its claimer finishes it
+      if (p.destroy_claimed.load(std::memory_order_acquire))
+        return true;  // its claimer finishes it
       switch (p.plan) {
-        case complete_inline: return false;
+        case complete_inline:
+          return false;
         case abandon_later:
-          if (p.started.load(std::memory_order_acquire) == 0 && ++f.looks < kAbandonLooks) return false;
+          if (p.started.load(std::memory_order_acquire) == 0 && ++f.looks < kAbandonLooks)
+            return false;
           p.settle(Outcome::abandoned);
           break;
         default:
@@ -119,11 +131,12 @@ void ClientSide::drive(std::uint32_t thread_index, std::uint32_t per_thread, std
       return true;
     });
     if (in_flight.size() == window || opened == per_thread) {
-      (void)ledger_.wait_until(std::min(deadline, std::chrono::steady_clock::now() + kIdleWait), [&] {
-        return std::any_of(in_flight.begin(), in_flight.end(), [&](const InFlight& f) {
-          return actionable(f) && f.probe->plan != abandon_later;
-        });
-      });
+      (void)ledger_.wait_until(
+          std::min(deadline, std::chrono::steady_clock::now() + kIdleWait), [&] {
+            return std::any_of(in_flight.begin(), in_flight.end(), [&](const InFlight& f) {
+              return actionable(f) && f.probe->plan != abandon_later;
+            });
+          });
     }
   }
 }
@@ -132,13 +145,14 @@ void ClientSide::on_callback(const Event& event, void* self_ptr) {
   auto& self = *static_cast<ClientSide*>(self_ptr);
   auto* probe = static_cast<Probe*>(event.context);
   if (probe == nullptr) {
-    self.ledger_.violation(std::string("client callback ") + name(event.type) + " without a context");
+    self.ledger_.violation(std::string("client callback ") + name(event.type) +
+                           " without a context");
     return;
   }
   const CallbackScope scope(*probe, event);
   if (probe->role != Role::client) {
-    self.ledger_.violation(std::string(name(event.type)) + " for an endpoint that never connected: " +
-                           probe->describe());
+    self.ledger_.violation(std::string(name(event.type)) +
+                           " for an endpoint that never connected: " + probe->describe());
     return;
   }
   self.on_event(event, *probe);
@@ -147,10 +161,17 @@ void ClientSide::on_callback(const Event& event, void* self_ptr) {
 
 void ClientSide::count_outcome(Outcome o) {
   switch (o) {
-    case Outcome::established: tally_.established.fetch_add(1, std::memory_order_relaxed); break;
-    case Outcome::rejected: tally_.rejected.fetch_add(1, std::memory_order_relaxed); break;
-    case Outcome::timed_out: tally_.timed_out.fetch_add(1, std::memory_order_relaxed); break;
-    default: break;
+    case Outcome::established:
+      tally_.established.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Outcome::rejected:
+      tally_.rejected.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Outcome::timed_out:
+      tally_.timed_out.fetch_add(1, std::memory_order_relaxed);
+      break;
+    default:
+      break;
   }
 }
 
@@ -165,31 +186,40 @@ void ClientSide::on_event(const Event& event, Probe& probe) {
     const Outcome before = probe.outcome_now();
     if (probe.settle(o)) {
       count_outcome(o);
-    } else if (before != Outcome::abandoned && !(o == Outcome::rejected && before == Outcome::established)) {
-      ledger_.violation(std::string(name(event.type)) + " after the outcome " + name(before) + ": " +
-                        probe.describe());
+    } else if (before != Outcome::abandoned &&
+               !(o == Outcome::rejected && before == Outcome::established)) {
+      ledger_.violation(std::string(name(event.type)) + " after the outcome " + name(before) +
+                        ": " + probe.describe());
     }
   };
   switch (event.type) {
-    case EventType::rep_received: on_rep(event, probe); return;
+    case EventType::rep_received:
+      on_rep(event, probe);
+      return;
     case EventType::rej_received:
       if (const auto* rej = std::get_if<RejReceived>(&event.params)) {
         probe.rej_reason.store(rej->reason, std::memory_order_relaxed);
       }
       settle(Outcome::rejected);
       break;
-    case EventType::req_error: settle(Outcome::timed_out); break;
+    case EventType::req_error:
+      settle(Outcome::timed_out);
+      break;
     case EventType::dreq_received:
-      if (const Outcome o = probe.outcome_now(); o != Outcome::established && o != Outcome::abandoned) {
-        ledger_.violation(std::string("dreq_received after the outcome ") + name(o) + ": " + probe.describe());
+      if (const Outcome o = probe.outcome_now();
+          o != Outcome::established && o != Outcome::abandoned) {
+        ledger_.violation(std::string("dreq_received after the outcome ") + name(o) + ": " +
+                          probe.describe());
       }
       break;
     case EventType::mra_received:
     case EventType::drep_received:
     case EventType::dreq_error:
-    case EventType::timewait_exit: return;
+    case EventType::timewait_exit:
+      return;
     default:
-      ledger_.violation(std::string("unexpected client event ") + name(event.type) + ": " + probe.describe());
+      ledger_.violation(std::string("unexpected client event ") + name(event.type) + ": " +
+                        probe.describe());
       return;
   }
   if (probe.plan == complete_inline) destroy_probe(engine_, probe, Caller::own_callback);
@@ -206,7 +236,8 @@ void ClientSide::on_rep(const Event& event, Probe& probe) {
     probe.settle(Outcome::abandoned);
     reaper_.hand(probe);
     const auto until = std::chrono::steady_clock::now() + kReaperWait;
-    while (!(destroyed = probe.destroy_returned.load(std::memory_order_acquire))) {  // pairs: start_destroy
+    while (!(destroyed =
+                 probe.destroy_returned.load(std::memory_order_acquire))) {  // pairs: start_destroy
       if (std::chrono::steady_clock::now() >= until) break;
       std::this_thread::yield();
     }
@@ -216,14 +247,16 @@ void ClientSide::on_rep(const Event& event, Probe& probe) {
   const Status s = engine_.send_rtu(event.id, {});
   const bool claimed = probe.destroy_claimed.load(std::memory_order_acquire);
   if (destroyed ? s != Status::stale_id : s != Status::ok && !(s == Status::stale_id && claimed)) {
-    ledger_.violation(std::string("send_rtu returned ") + std::string(to_string(s)) + ": " + probe.describe());
+    ledger_.violation(std::string("send_rtu returned ") + std::string(to_string(s)) + ": " +
+                      probe.describe());
   }
   if (s != Status::ok) return;
   const Outcome before = probe.outcome_now();
   if (probe.settle(Outcome::established)) {
     count_outcome(Outcome::established);
   } else if (before != Outcome::abandoned) {
-    ledger_.violation(std::string("rep_received after the outcome ") + name(before) + ": " + probe.describe());
+    ledger_.violation(std::string("rep_received after the outcome ") + name(before) + ": " +
+                      probe.describe());
   }
   if (probe.plan == complete_inline) destroy_probe(engine_, probe, Caller::own_callback);
 }

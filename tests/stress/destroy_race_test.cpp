@@ -52,7 +52,7 @@ struct HeldCallback {
 TEST(DestroyRace, FromAnotherThreadWhileTheCallbackRuns) {
   const auto deadline = Clock::now() + kGuard;
   Ledger ledger;
-  const std::uint32_t rounds = scaled(60);
+  const std::uint32_t rounds = scaled(200);
   ProbeArena arena(ledger, std::size_t{rounds} * 4);
   ListenProbe listen_probe;
   listen_probe.ledger = &ledger;
@@ -74,9 +74,10 @@ TEST(DestroyRace, FromAnotherThreadWhileTheCallbackRuns) {
     held.engine = &cluster.client();
     Probe& probe = *arena.take(Role::client, conn, complete);
     Id id;
-    ASSERT_EQ(cluster.client().create_id(Delivery{.handler = &HeldCallback::on_event, .handler_context = &held},
-                                         &probe, id),
-              Status::ok);
+    ASSERT_EQ(
+        cluster.client().create_id(
+            Delivery{.handler = &HeldCallback::on_event, .handler_context = &held}, &probe, id),
+        Status::ok);
     probe.id.store(id.raw, std::memory_order_release);
     const Tag tag = make_tag(kReqMagic, conn, client_qpn(conn));
     ReqParams req;
@@ -89,7 +90,8 @@ TEST(DestroyRace, FromAnotherThreadWhileTheCallbackRuns) {
     req.private_data = tag;
     ASSERT_EQ(cluster.client().send_req(id, req), Status::ok);
 
-    ASSERT_TRUE(ledger.wait_until(deadline, [&] { return held.entered.load(std::memory_order_acquire); }))
+    ASSERT_TRUE(
+        ledger.wait_until(deadline, [&] { return held.entered.load(std::memory_order_acquire); }))
         << "round " << round << ": no REP reached the client";
     probe.destroy_claimed.store(true, std::memory_order_release);
     ASSERT_EQ(cluster.client().destroy(id, &on_probe_destroyed, &probe), Status::ok);
@@ -98,8 +100,10 @@ TEST(DestroyRace, FromAnotherThreadWhileTheCallbackRuns) {
     probe.destroy_thread.store(thread_token(), std::memory_order_relaxed);
     probe.destroy_returned.store(true, std::memory_order_release);  // releases the callback
     finish_destroy(cluster.client(), probe, Caller::other_thread);  // returns after the callback
-    EXPECT_TRUE(held.finished.load(std::memory_order_acquire)) << "the fence ran before the held callback ended";
-    ASSERT_TRUE(ledger.wait_until(deadline, [&] { return probe.done(); })) << "round " << round << ": no on_destroyed";
+    EXPECT_TRUE(held.finished.load(std::memory_order_acquire))
+        << "the fence ran before the held callback ended";
+    ASSERT_TRUE(ledger.wait_until(deadline, [&] { return probe.done(); }))
+        << "round " << round << ": no on_destroyed";
     EXPECT_EQ(held.rtu_status.load(), Status::stale_id) << "round " << round;
   }
   // The server side learns of each abandoned connection (REJ) and destroys its endpoint.
@@ -110,7 +114,8 @@ TEST(DestroyRace, FromAnotherThreadWhileTheCallbackRuns) {
   server.stop();
   EXPECT_TRUE(wait_for_idle_pools(cluster, deadline));
   EXPECT_EQ(ledger.violation_count(), 0u) << ledger.violation_report();
-  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10))) << "an engine's destructor did not return";
+  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)))
+      << "an engine's destructor did not return";
 }
 
 // Shards that never sleep stay online and report a quiescent point after every batch (a busy
@@ -131,11 +136,13 @@ TEST(ListenLifetime, LastListenOnDestroyedRunsWhileShardsPoll) {
   Id id;
   ASSERT_EQ(cluster.server().listen(params, id), Status::ok);
   ASSERT_EQ(cluster.server().destroy(id, &on_listen_destroyed, &probe), Status::ok);
-  EXPECT_TRUE(ledger.wait_until(Clock::now() + std::chrono::seconds(5),
-                                [&] { return probe.destroyed_runs.load(std::memory_order_acquire) == 1; }))
-      << "on_destroyed of the listen did not run within 5 s";
-  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10))) << "an engine's destructor did not return";
-  EXPECT_EQ(probe.destroyed_runs.load(), 1u) << "on_destroyed must run exactly once, by engine teardown at the latest";
+  EXPECT_TRUE(ledger.wait_until(Clock::now() + std::chrono::seconds(5), [&] {
+    return probe.destroyed_runs.load(std::memory_order_acquire) == 1;
+  })) << "on_destroyed of the listen did not run within 5 s";
+  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)))
+      << "an engine's destructor did not return";
+  EXPECT_EQ(probe.destroyed_runs.load(), 1u)
+      << "on_destroyed must run exactly once, by engine teardown at the latest";
 }
 
 // Back-to-back listen and destroy while the shards poll: listen() may answer no_resources while
@@ -159,22 +166,27 @@ TEST(ListenLifetime, DestroyOfAListenNeverFailsUnderChurn) {
     Id id;
     Status s;
     const auto give_up = Clock::now() + std::chrono::seconds(5);
-    while ((s = cluster.server().listen(params, id)) == Status::no_resources && Clock::now() < give_up) {
+    while ((s = cluster.server().listen(params, id)) == Status::no_resources &&
+           Clock::now() < give_up) {
       ++listen_retries;
       std::this_thread::yield();
     }
     ASSERT_EQ(s, Status::ok) << "listen " << i;
-    while ((s = cluster.server().destroy(id, &on_listen_destroyed, &probes[i])) == Status::no_resources &&
+    while ((s = cluster.server().destroy(id, &on_listen_destroyed, &probes[i])) ==
+               Status::no_resources &&
            Clock::now() < give_up) {
       ++destroy_failures;
       std::this_thread::yield();
     }
     ASSERT_EQ(s, Status::ok) << "destroy of listen " << i;
   }
-  EXPECT_EQ(destroy_failures, 0u) << "destroy of a live listen answered no_resources " << destroy_failures
-                                  << " times (listen() was retried " << listen_retries << " times)";
-  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10))) << "an engine's destructor did not return";
-  for (std::uint32_t i = 0; i < kListens; ++i) EXPECT_EQ(probes[i].destroyed_runs.load(), 1u) << "listen " << i;
+  EXPECT_EQ(destroy_failures, 0u) << "destroy of a live listen answered no_resources "
+                                  << destroy_failures << " times (listen() was retried "
+                                  << listen_retries << " times)";
+  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)))
+      << "an engine's destructor did not return";
+  for (std::uint32_t i = 0; i < kListens; ++i)
+    EXPECT_EQ(probes[i].destroyed_runs.load(), 1u) << "listen " << i;
 }
 
 }  // namespace

@@ -35,7 +35,8 @@
 
 namespace fastcm::stress {
 
-inline constexpr std::size_t kEventTypes = static_cast<std::size_t>(EventType::sidr_rep_received) + 1;
+inline constexpr std::size_t kEventTypes =
+    static_cast<std::size_t>(EventType::sidr_rep_received) + 1;
 
 enum class Role : std::uint8_t { client, server, idle };
 
@@ -83,7 +84,9 @@ class Ledger {
   // The next sequence number (1, 2, ...), and the last one handed out. Acq_rel/acquire: a thread
   // that reads a number sees what the thread that took it did before.
   std::uint64_t next_seq() noexcept { return seq_.fetch_add(1, std::memory_order_acq_rel) + 1; }
-  [[nodiscard]] std::uint64_t last_seq() const noexcept { return seq_.load(std::memory_order_acquire); }
+  [[nodiscard]] std::uint64_t last_seq() const noexcept {
+    return seq_.load(std::memory_order_acquire);
+  }
 
  private:
   static constexpr std::size_t kKept = 40;
@@ -127,14 +130,16 @@ struct Probe {
   // Settles the outcome once; true when this call settled it.
   bool settle(Outcome o) noexcept {
     std::uint8_t expected = 0;
-    return outcome.compare_exchange_strong(expected, static_cast<std::uint8_t>(o), std::memory_order_acq_rel);
+    return outcome.compare_exchange_strong(expected, static_cast<std::uint8_t>(o),
+                                           std::memory_order_acq_rel);
   }
   [[nodiscard]] std::uint16_t count(EventType t) const noexcept {
     return events[static_cast<std::size_t>(t)].load(std::memory_order_relaxed);
   }
   // Done for the end condition: its on_destroyed ran (or destroy_sync returned).
   [[nodiscard]] bool done() const noexcept {
-    return destroyed_runs.load(std::memory_order_acquire) > 0 || synced.load(std::memory_order_acquire);
+    return destroyed_runs.load(std::memory_order_acquire) > 0 ||
+           synced.load(std::memory_order_acquire);
   }
   [[nodiscard]] std::string describe() const;
 };
@@ -171,7 +176,8 @@ struct ListenProbe {
 // poll() began; nullopt for a callback.
 class CallbackScope {
  public:
-  CallbackScope(Probe& probe, const Event& event, std::optional<std::uint64_t> polled_from = std::nullopt);
+  CallbackScope(Probe& probe, const Event& event,
+                std::optional<std::uint64_t> polled_from = std::nullopt);
   ~CallbackScope();
   CallbackScope(const CallbackScope&) = delete;
   CallbackScope& operator=(const CallbackScope&) = delete;

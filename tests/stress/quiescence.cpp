@@ -13,7 +13,8 @@ constexpr auto kPollStep = std::chrono::milliseconds(1);
 
 // Idle endpoints made to count slots never connect: any event for one is a violation.
 void unexpected_event(const Event& event, void* ledger) {
-  static_cast<Ledger*>(ledger)->violation(std::string(name(event.type)) + " for an endpoint that never connected");
+  static_cast<Ledger*>(ledger)->violation(std::string(name(event.type)) +
+                                          " for an endpoint that never connected");
 }
 
 void count_destroyed(void* counter) {
@@ -29,50 +30,73 @@ bool poll_until(Deadline deadline, Pred done) {
   return true;
 }
 
-}  // namespace
-
-bool wait_for_idle_pools(StressCluster& cluster, Deadline deadline) {
-  return poll_until(deadline, [&] {
-    return cluster.server().mad_buffers_in_use() == 0 && cluster.client().mad_buffers_in_use() == 0 &&
-           cluster.fabric().total_pending() == 0;
-  });
-}
-
-Capacity measure_capacity(Engine& engine, std::uint32_t max_endpoints, Ledger& ledger, Deadline deadline) {
-  const Delivery delivery{.handler = &unexpected_event, .handler_context = &ledger};
+// Creates objects with `create(i, id)` until one fails or `limit` + 1 exist, destroys them all
+// and waits for their on_destroyed; again until exactly `limit` fit or the deadline passes
+// (time-wait endpoints still hold slots for a few milliseconds). The last attempt's result.
+template <class Create>
+Capacity fill_and_empty(Engine& engine, std::uint32_t limit, Ledger& ledger, Deadline deadline,
+                        const char* what, Create create) {
   std::vector<Id> ids;
-  ids.reserve(max_endpoints + 1);
-  Capacity last;
+  ids.reserve(limit + 1);
   for (;;) {
     ids.clear();
     Status s = Status::ok;
-    while (ids.size() <= max_endpoints) {
+    while (ids.size() <= limit) {
       Id id;
-      s = engine.create_id(delivery, nullptr, id);
+      s = create(static_cast<std::uint32_t>(ids.size()), id);
       if (s != Status::ok) break;
       ids.push_back(id);
     }
-    last = Capacity{.created = static_cast<std::uint32_t>(ids.size()), .stopped_by = s};
+    const Capacity last{.created = static_cast<std::uint32_t>(ids.size()), .stopped_by = s};
     // On the heap: if on_destroyed never comes, the counter is leaked rather than freed under the
     // engine's feet.
     auto destroyed = std::make_unique<std::atomic<std::uint32_t>>(0);
     for (const Id id : ids) {
       if (engine.destroy(id, &count_destroyed, destroyed.get()) != Status::ok) {
-        ledger.violation("destroy of an idle endpoint failed");
+        ledger.violation(std::string("destroy of one of the ") + what + " failed");
         destroyed->fetch_add(1, std::memory_order_relaxed);
       }
     }
     if (!poll_until(deadline, [&] {
-          return destroyed->load(std::memory_order_acquire) == ids.size();  // pairs: count_destroyed
+          return destroyed->load(std::memory_order_acquire) ==
+                 ids.size();  // pairs: count_destroyed
         })) {
-      ledger.violation("on_destroyed of idle endpoints never ran");
+      ledger.violation(std::string("on_destroyed of ") + what + " never ran");
       static_cast<void>(destroyed.release());
       return last;
     }
-    const bool full = last.created == max_endpoints && last.stopped_by == Status::no_resources;
+    const bool full = last.created == limit && last.stopped_by == Status::no_resources;
     if (full || std::chrono::steady_clock::now() >= deadline) return last;
-    std::this_thread::sleep_for(kPollStep);  // time-wait still holds slots: look again
+    std::this_thread::sleep_for(kPollStep);
   }
+}
+
+}  // namespace
+
+bool wait_for_idle_pools(StressCluster& cluster, Deadline deadline) {
+  return poll_until(deadline, [&] {
+    return cluster.server().mad_buffers_in_use() == 0 &&
+           cluster.client().mad_buffers_in_use() == 0 && cluster.fabric().total_pending() == 0;
+  });
+}
+
+Capacity measure_capacity(Engine& engine, std::uint32_t max_endpoints, Ledger& ledger,
+                          Deadline deadline) {
+  const Delivery delivery{.handler = &unexpected_event, .handler_context = &ledger};
+  return fill_and_empty(
+      engine, max_endpoints, ledger, deadline, "idle endpoints",
+      [&](std::uint32_t, Id& id) { return engine.create_id(delivery, nullptr, id); });
+}
+
+Capacity measure_listen_capacity(Engine& engine, std::uint32_t max_listens, Ledger& ledger,
+                                 Deadline deadline) {
+  ListenParams params;
+  params.delivery = Delivery{.handler = &unexpected_event, .handler_context = &ledger};
+  return fill_and_empty(engine, max_listens, ledger, deadline, "listens",
+                        [&](std::uint32_t i, Id& id) {
+                          params.service_id = kCapacityServiceBase + i;
+                          return engine.listen(params, id);
+                        });
 }
 
 PortCounters total_counters(const Engine& engine) {

@@ -28,7 +28,11 @@ struct Capacity {
   std::uint32_t created = 0;
   Status stopped_by = Status::ok;
 };
-Capacity measure_capacity(Engine& engine, std::uint32_t max_endpoints, Ledger& ledger, Deadline deadline);
+Capacity measure_capacity(Engine& engine, std::uint32_t max_endpoints, Ledger& ledger,
+                          Deadline deadline);
+// The same for listens (service IDs from kCapacityServiceBase): max_listens fit, and not one more.
+Capacity measure_listen_capacity(Engine& engine, std::uint32_t max_listens, Ledger& ledger,
+                                 Deadline deadline);
 
 // Port counters of `engine` summed over its ports.
 PortCounters total_counters(const Engine& engine);

@@ -41,7 +41,8 @@ void ServerSide::on_callback(const Event& event, void* self_ptr) {
   }
   auto* probe = static_cast<Probe*>(event.context);
   if (probe == nullptr) {
-    self.ledger_.violation(std::string("server callback ") + name(event.type) + " without a context");
+    self.ledger_.violation(std::string("server callback ") + name(event.type) +
+                           " without a context");
     return;
   }
   self.on_endpoint_event(event, *probe, std::nullopt);
@@ -66,7 +67,8 @@ void ServerSide::poll_loop(EventQueue& queue) {
       } else if (const auto it = polled_.find(event.id.raw); it != polled_.end()) {
         on_endpoint_event(event, *it->second, polled_from);
       } else {
-        ledger_.violation(std::string("polled ") + name(event.type) + " for an endpoint never seen");
+        ledger_.violation(std::string("polled ") + name(event.type) +
+                          " for an endpoint never seen");
       }
       engine_.release(event);
     }
@@ -100,19 +102,22 @@ void ServerSide::on_request(const Event& event, std::optional<std::uint64_t> pol
   }
   probe->id.store(event.id.raw, std::memory_order_release);
   if (const Status s = engine_.set_context(event.id, probe); s != Status::ok) {
-    ledger_.violation(std::string("set_context on a new REQ returned ") + std::string(to_string(s)));
+    ledger_.violation(std::string("set_context on a new REQ returned ") +
+                      std::string(to_string(s)));
   }
   if (caller == Caller::other_thread) polled_.emplace(event.id.raw, probe);
   const CallbackScope scope(*probe, event, polled_from);
 
   if (caller == Caller::own_callback && *conn % 16 == 0) {
-    // destroy_sync cannot wait for the shards from a shard's thread: it refuses, destroying nothing.
+    // destroy_sync cannot wait for the shards from a shard's thread: it refuses, destroying
+    // nothing.
     const Status sync = engine_.destroy_sync(event.id);
     ConnectionInfo info;
     const Status still = engine_.connection_info(event.id, info);
     if (sync != Status::would_deadlock || still != Status::ok) {
-      ledger_.violation(std::string("destroy_sync in a callback returned ") + std::string(to_string(sync)) +
-                        ", then connection_info " + std::string(to_string(still)));
+      ledger_.violation(std::string("destroy_sync in a callback returned ") +
+                        std::string(to_string(sync)) + ", then connection_info " +
+                        std::string(to_string(still)));
     }
   }
 
@@ -127,7 +132,8 @@ void ServerSide::on_request(const Event& event, std::optional<std::uint64_t> pol
   // endpoint moved on (a REJ or a timeout queued behind it): invalid_state then.
   const auto answered = [&](Status s, const char* what) {
     if (s != Status::ok && !(polled_from && s == Status::invalid_state)) {
-      ledger_.violation(std::string(what) + " returned " + std::string(to_string(s)) + ": " + probe->describe());
+      ledger_.violation(std::string(what) + " returned " + std::string(to_string(s)) + ": " +
+                        probe->describe());
     }
   };
   switch (plan) {
@@ -153,9 +159,10 @@ void ServerSide::on_request(const Event& event, std::optional<std::uint64_t> pol
       // Once destroy returned, calls on the endpoint fail, also from its running callback.
       const Status s = engine_.send_rep(event.id, rep);
       if (destroyed ? s != Status::stale_id
-                    : s != Status::ok && s != Status::stale_id && !(polled_from && s == Status::invalid_state)) {
-        ledger_.violation(std::string("send_rep racing the reaper's destroy returned ") + std::string(to_string(s)) +
-                          ": " + probe->describe());
+                    : s != Status::ok && s != Status::stale_id &&
+                          !(polled_from && s == Status::invalid_state)) {
+        ledger_.violation(std::string("send_rep racing the reaper's destroy returned ") +
+                          std::string(to_string(s)) + ": " + probe->describe());
       }
       return;
     }
@@ -166,20 +173,24 @@ void ServerSide::on_request(const Event& event, std::optional<std::uint64_t> pol
   }
 }
 
-void ServerSide::on_endpoint_event(const Event& event, Probe& probe, std::optional<std::uint64_t> polled_from) {
+void ServerSide::on_endpoint_event(const Event& event, Probe& probe,
+                                   std::optional<std::uint64_t> polled_from) {
   const Caller caller = polled_from ? Caller::other_thread : Caller::own_callback;
   const CallbackScope scope(probe, event, polled_from);
   if (probe.role != Role::server) {
-    ledger_.violation(std::string(name(event.type)) + " for an endpoint that never connected: " + probe.describe());
+    ledger_.violation(std::string(name(event.type)) +
+                      " for an endpoint that never connected: " + probe.describe());
     return;
   }
   const auto once = [&] {
-    if (probe.count(event.type) > 1) ledger_.violation(std::string(name(event.type)) + " doubled: " + probe.describe());
+    if (probe.count(event.type) > 1)
+      ledger_.violation(std::string(name(event.type)) + " doubled: " + probe.describe());
   };
   const auto settle = [&](Outcome o) {
     const Outcome before = probe.outcome_now();
     if (!probe.settle(o) && before != o && before != Outcome::abandoned) {
-      ledger_.violation(std::string(name(event.type)) + " after the outcome " + name(before) + ": " + probe.describe());
+      ledger_.violation(std::string(name(event.type)) + " after the outcome " + name(before) +
+                        ": " + probe.describe());
     }
   };
   switch (event.type) {
@@ -211,9 +222,11 @@ void ServerSide::on_endpoint_event(const Event& event, Probe& probe, std::option
     case EventType::dreq_error:
       once();
       return;
-    case EventType::mra_received: return;
+    case EventType::mra_received:
+      return;
     default:
-      ledger_.violation(std::string("unexpected server event ") + name(event.type) + ": " + probe.describe());
+      ledger_.violation(std::string("unexpected server event ") + name(event.type) + ": " +
+                        probe.describe());
       return;
   }
 }

@@ -27,14 +27,18 @@ class ServerSide {
   ServerSide& operator=(const ServerSide&) = delete;
 
   // Callback delivery into this server.
-  [[nodiscard]] Delivery callbacks() { return Delivery{.handler = &ServerSide::on_callback, .handler_context = this}; }
+  [[nodiscard]] Delivery callbacks() {
+    return Delivery{.handler = &ServerSide::on_callback, .handler_context = this};
+  }
 
   // Starts the thread that drains `queue` (waiting on its eventfd when it is empty).
   void start_polling(EventQueue& queue);
   // Once the rest is quiet: drains what is left, then ends the polling thread and the reaper.
   void stop();
 
-  [[nodiscard]] std::uint64_t reqs() const noexcept { return reqs_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t reqs() const noexcept {
+    return reqs_.load(std::memory_order_relaxed);
+  }
   // REQ callbacks that saw their reaper's destroy return while they still ran.
   [[nodiscard]] std::uint64_t destroyed_during_callback() const noexcept {
     return destroyed_during_.load(std::memory_order_relaxed);
@@ -47,7 +51,8 @@ class ServerSide {
   // `polled_from`: as CallbackScope's (nullopt: a callback, whose calls run inline; otherwise the
   // polling thread, whose calls are shard commands).
   void on_request(const Event& event, std::optional<std::uint64_t> polled_from);
-  void on_endpoint_event(const Event& event, Probe& probe, std::optional<std::uint64_t> polled_from);
+  void on_endpoint_event(const Event& event, Probe& probe,
+                         std::optional<std::uint64_t> polled_from);
   // Destroys the endpoint now (from `caller`) or through the reaper, by the connection's parity.
   void retire(Probe& probe, Caller caller);
   // Hands `probe` to the reaper and waits (bounded) until its destroy returned; whether it did.

@@ -16,8 +16,12 @@
 namespace fastcm::stress {
 
 // Client ports cycle fastest, then server ports: every one of the 16 port pairs carries REQs.
-[[nodiscard]] constexpr std::size_t client_port_of(std::uint32_t conn) noexcept { return conn % kPorts; }
-[[nodiscard]] constexpr std::size_t server_port_of(std::uint32_t conn) noexcept { return conn / kPorts % kPorts; }
+[[nodiscard]] constexpr std::size_t client_port_of(std::uint32_t conn) noexcept {
+  return conn % kPorts;
+}
+[[nodiscard]] constexpr std::size_t server_port_of(std::uint32_t conn) noexcept {
+  return conn / kPorts % kPorts;
+}
 
 // One connection in ten asks for a service the churn thread makes appear and disappear.
 [[nodiscard]] constexpr std::uint64_t service_of(std::uint32_t conn) noexcept {
@@ -25,25 +29,33 @@ namespace fastcm::stress {
 }
 
 // Unique QPNs per connection and side: the remote-QPN indexes never see a reuse.
-[[nodiscard]] constexpr Qpn client_qpn(std::uint32_t conn) noexcept { return 0x10'0000 + (conn & 0xF'FFFF); }
-[[nodiscard]] constexpr Qpn server_qpn(std::uint32_t conn) noexcept { return 0x80'0000 | client_qpn(conn); }
+[[nodiscard]] constexpr Qpn client_qpn(std::uint32_t conn) noexcept {
+  return 0x10'0000 + (conn & 0xF'FFFF);
+}
+[[nodiscard]] constexpr Qpn server_qpn(std::uint32_t conn) noexcept {
+  return 0x80'0000 | client_qpn(conn);
+}
 
 enum ClientPlan : std::uint8_t {
-  complete,             // the client thread destroys it once the attempt ended (DREQ if established)
-  complete_inline,      // the callback that ends the attempt destroys it (DREQ/DREP/nothing)
-  abandon_now,          // destroyed right after send_req (REJ timeout to the server)
-  abandon_later,        // destroyed by the client thread once a callback started, or soon anyway
+  complete,         // the client thread destroys it once the attempt ended (DREQ if established)
+  complete_inline,  // the callback that ends the attempt destroys it (DREQ/DREP/nothing)
+  abandon_now,      // destroyed right after send_req (REJ timeout to the server)
+  abandon_later,    // destroyed by the client thread once a callback started, or soon anyway
   abandon_in_callback,  // destroyed by the reaper while its rep_received callback waits for it
 };
 
 [[nodiscard]] constexpr ClientPlan client_plan(std::uint32_t conn) noexcept {
   switch (conn * 7 % 20) {
-    case 0: return abandon_now;
+    case 0:
+      return abandon_now;
     case 1:
-    case 2: return abandon_later;
+    case 2:
+      return abandon_later;
     case 3:
-    case 4: return abandon_in_callback;
-    default: return conn % 2 == 0 ? complete : complete_inline;
+    case 4:
+      return abandon_in_callback;
+    default:
+      return conn % 2 == 0 ? complete : complete_inline;
   }
 }
 
@@ -60,14 +72,20 @@ enum ServerPlan : std::uint8_t {
   switch (conn * 11 % 20) {
     case 0:
     case 1:
-    case 2: return reject;
-    case 3: return destroy_at_req;
-    case 4: return reaper_at_req;
-    case 5: return reaper_later;
+    case 2:
+      return reject;
+    case 3:
+      return destroy_at_req;
+    case 4:
+      return reaper_at_req;
+    case 5:
+      return reaper_later;
     case 6:
     case 7:
-    case 8: return accept_and_disconnect;
-    default: return accept;
+    case 8:
+      return accept_and_disconnect;
+    default:
+      return accept;
   }
 }
 
@@ -88,7 +106,8 @@ using Tag = std::array<std::uint8_t, 12>;
 }
 
 // The connection number a tag names, or nullopt when the data is not a well-formed `magic` tag.
-[[nodiscard]] inline std::optional<std::uint32_t> read_tag(std::span<const std::uint8_t> data, std::uint32_t magic,
+[[nodiscard]] inline std::optional<std::uint32_t> read_tag(std::span<const std::uint8_t> data,
+                                                           std::uint32_t magic,
                                                            Qpn (*qpn_of)(std::uint32_t)) {
   if (data.size() < Tag{}.size()) return std::nullopt;
   std::array<std::uint32_t, 3> words{};
