@@ -77,20 +77,23 @@ bool Shard::on_worker_thread() noexcept { return tls_worker_shard != nullptr; }
 std::size_t Shard::run_batch() noexcept {
   std::array<void*, kBurst> items;
   std::size_t work = 0;
-  std::int64_t mads = 0;
   for (int burst = 0; burst < kBurstsPerBatch; ++burst) {
     const std::size_t n = inbox_.dequeue_burst(items);
     if (n == 0) break;
-    mads += handle_all(std::span<void* const>(items.data(), n));
+    return_credits(handle_all(std::span<void* const>(items.data(), n)));
     work += n;
   }
-  if (mads > 0) mad_credits_.fetch_add(mads, std::memory_order_relaxed);
   work += protocol_.on_timers();
   // Nothing of the listen snapshot (or any retired object) is held past this point.
   env_.epoch.quiescent(env_.index);
   work += retired_.reclaim();
   if (work > 0) snapshot_.publish(protocol_.all_counters());
   return work;
+}
+
+void Shard::return_credits(std::int64_t mads) noexcept {
+  // Per burst, not per batch: a batch holds up to kBurstsPerBatch bursts of room otherwise.
+  if (mads > 0) mad_credits_.fetch_add(mads, std::memory_order_relaxed);
 }
 
 std::int64_t Shard::handle_all(std::span<void* const> items) noexcept {
@@ -122,7 +125,7 @@ void Shard::run_worker() noexcept {
     env_.epoch.offline(env_.index);
     const std::size_t n = sleep(items);
     env_.epoch.online(env_.index);
-    if (n > 0) mad_credits_.fetch_add(handle_all(std::span<void* const>(items.data(), n)), std::memory_order_relaxed);
+    if (n > 0) return_credits(handle_all(std::span<void* const>(items.data(), n)));
   }
   env_.epoch.offline(env_.index);
   tls_worker_shard = nullptr;

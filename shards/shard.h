@@ -119,6 +119,7 @@ class Shard final : private engine::Outbox {
   void post_control(void* item) noexcept;
   // Handles dequeued items; returns how many were MADs (their inbox credits go back per batch).
   std::int64_t handle_all(std::span<void* const> items) noexcept;
+  void return_credits(std::int64_t mads) noexcept;
   // Sleeps on the inbox eventfd until an item arrives or the next timer is due; returns the items
   // arm() found instead of sleeping (moved into `out`).
   std::size_t sleep(std::span<void*> out) noexcept;

@@ -251,16 +251,21 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     // returned nothing about the endpoint reaches the application, whose on_destroyed may have
     // freed the context the event carries.
     auto& ring = static_cast<shards::MpscEventQueue&>(queue);
-    std::size_t n = 0;
-    while (n < events.size() && ring.pop(events.subspan(n, 1)) == 1) {
-      const Shard* shard = shard_of(events[n].id);
-      if (shard != nullptr && shard->protocol().table().attached(events[n].id)) {
-        ++n;
-      } else {
-        release(events[n]);
+    std::size_t kept = 0;
+    while (kept < events.size()) {
+      const std::size_t got = ring.pop(events.subspan(kept));
+      if (got == 0) break;
+      const std::size_t end = kept + got;
+      for (std::size_t i = kept; i < end; ++i) {
+        const Shard* shard = shard_of(events[i].id);
+        if (shard != nullptr && shard->protocol().table().attached(events[i].id)) {
+          events[kept++] = events[i];
+        } else {
+          release(events[i]);
+        }
       }
     }
-    return n;
+    return kept;
   }
   void retain(const Event& event) override {
     if (event.mad != nullptr) engine::retain(*const_cast<MadRef*>(event.mad));
