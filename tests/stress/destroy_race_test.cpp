@@ -1,14 +1,17 @@
 // Focused scenarios for what the storm hits only by chance, each on engines of Threading::workers
 // and each deterministic in what it checks:
 // - destroy from another thread while the endpoint's callback is held inside the engine;
-// - listen churn while the shards poll without ever sleeping: destroy of a listen succeeds and
-//   every listen's on_destroyed runs, also the last one, which no later listen change follows.
+// - a listen's on_destroyed runs while the shards poll without ever sleeping, also when no later
+//   listen change follows;
+// - destroy of a listen succeeds while a callback holds a shard (no quiescent point meanwhile).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/stress/probe.h"
 #include "tests/stress/quiescence.h"
@@ -145,48 +148,73 @@ TEST(ListenLifetime, LastListenOnDestroyedRunsWhileShardsPoll) {
       << "on_destroyed must run exactly once, by engine teardown at the latest";
 }
 
-// Back-to-back listen and destroy while the shards poll: listen() may answer no_resources while
-// old snapshots wait for their grace period (its documented transient error; retried here), but
-// destroy() of a live listen answers ok (engine.h: its only error is stale_id).
-TEST(ListenLifetime, DestroyOfAListenNeverFailsUnderChurn) {
-  EngineConfig polling = engine_config(2);
-  polling.idle_spins = ~0u;
-  StressCluster cluster(polling, engine_config(1));
+// A callback that holds its shard (the application is slow) keeps that shard from reporting a
+// quiescent point, so retired listen snapshots pile up. listen() may then answer no_resources
+// (its documented error), but destroy() of a live listen must still succeed: engine.h gives it
+// no error but stale_id, and the application has no other way to remove the listen.
+TEST(ListenLifetime, DestroyOfAListenSucceedsWhileACallbackHoldsAShard) {
+  StressCluster cluster(engine_config(2), engine_config(1));
   ASSERT_TRUE(cluster.ready());
+  struct Hold {
+    std::atomic<bool> entered{false};  // release by the callback, acquire by the test thread
+    std::atomic<bool> release{false};  // release by the test thread, acquire by the callback
+  } hold;
+  ListenParams held;
+  held.service_id = kMainService;
+  held.delivery =
+      Delivery{.handler =
+                   [](const Event&, void* h) {
+                     auto& self = *static_cast<Hold*>(h);
+                     self.entered.store(true, std::memory_order_release);
+                     const auto until = Clock::now() + kGuard;
+                     while (!self.release.load(std::memory_order_acquire) && Clock::now() < until) {
+                       std::this_thread::yield();
+                     }
+                   },
+               .handler_context = &hold};
+  Id held_listen;
+  ASSERT_EQ(cluster.server().listen(held, held_listen), Status::ok);
+  Id client_id;
+  ASSERT_EQ(cluster.client().create_id(
+                Delivery{.handler = [](const Event&, void*) {}, .handler_context = nullptr},
+                nullptr, client_id),
+            Status::ok);
+  ReqParams req;
+  req.service_id = kMainService;
+  req.primary = cluster.path(0, 0);
+  req.qpn = client_qpn(0);
+  req.remote_cm_response_timeout = kCmResponseTimeout;
+  req.local_cm_response_timeout = kCmResponseTimeout;
+  req.max_cm_retries = kMaxCmRetries;
+  ASSERT_EQ(cluster.client().send_req(client_id, req), Status::ok);
   Ledger ledger;
-  constexpr std::uint32_t kListens = 200;
+  ASSERT_TRUE(ledger.wait_until(Clock::now() + kGuard,
+                                [&] { return hold.entered.load(std::memory_order_acquire); }));
+
+  // While the shard is held: a few dozen listens, then their removal.
+  constexpr std::uint32_t kListens = 40;
   const auto probes = std::make_unique<ListenProbe[]>(kListens);
-  std::uint32_t listen_retries = 0;
-  std::uint32_t destroy_failures = 0;
+  std::vector<Id> ids;
   for (std::uint32_t i = 0; i < kListens; ++i) {
     probes[i].ledger = &ledger;
     ListenParams params;
     params.service_id = kChurnServiceBase + i;
     params.delivery = Delivery{.handler = [](const Event&, void*) {}, .handler_context = nullptr};
     Id id;
-    Status s;
-    const auto give_up = Clock::now() + std::chrono::seconds(5);
-    while ((s = cluster.server().listen(params, id)) == Status::no_resources &&
-           Clock::now() < give_up) {
-      ++listen_retries;
-      std::this_thread::yield();
-    }
-    ASSERT_EQ(s, Status::ok) << "listen " << i;
-    while ((s = cluster.server().destroy(id, &on_listen_destroyed, &probes[i])) ==
-               Status::no_resources &&
-           Clock::now() < give_up) {
-      ++destroy_failures;
-      std::this_thread::yield();
-    }
-    ASSERT_EQ(s, Status::ok) << "destroy of listen " << i;
+    if (cluster.server().listen(params, id) != Status::ok) break;  // allowed: no_resources
+    ids.push_back(id);
   }
-  EXPECT_EQ(destroy_failures, 0u) << "destroy of a live listen answered no_resources "
-                                  << destroy_failures << " times (listen() was retried "
-                                  << listen_retries << " times)";
+  std::vector<Status> failed;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const Status s = cluster.server().destroy(ids[i], &on_listen_destroyed, &probes[i]);
+    if (s != Status::ok) failed.push_back(s);
+  }
+  hold.release.store(true, std::memory_order_release);
+  EXPECT_TRUE(failed.empty()) << failed.size() << " of " << ids.size()
+                              << " destroys of live listens failed, the first with "
+                              << to_string(failed.empty() ? Status::ok : failed.front());
   EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)))
       << "an engine's destructor did not return";
-  for (std::uint32_t i = 0; i < kListens; ++i)
-    EXPECT_EQ(probes[i].destroyed_runs.load(), 1u) << "listen " << i;
 }
 
 }  // namespace
