@@ -92,7 +92,7 @@ Status ListenRegistry::add(const ListenParams& params, Id& out) noexcept {
   // Relaxed: current_ is only stored under mutex_, which this thread holds.
   const Snapshot& now = *current_.load(std::memory_order_relaxed);
   for (const Listen& listen : now.by_precedence) {
-    if (same_service(listen.params, params)) return Status::service_in_use;
+    if (alive(listen) && same_service(listen.params, params)) return Status::service_in_use;
   }
   // Relaxed: a slot's generation is only written under mutex_; shards change only its count.
   auto slot_taken = [this](std::uint32_t slot) {
@@ -106,7 +106,7 @@ Status ListenRegistry::add(const ListenParams& params, Id& out) noexcept {
   const std::uint32_t generation =
       generation_of(backlog_[slot].load(std::memory_order_relaxed)) | kListenGenerationTag;
   const Listen added{params, Id::make(slot, generation)};
-  Snapshot* next = next_snapshot(&added, Id{});
+  Snapshot* next = next_snapshot(&added);
   if (next == nullptr) return Status::no_resources;
   // Live before any shard can match it (publish()'s release store orders this store first).
   backlog_[slot].store(backlog_word_of(generation, 0), std::memory_order_relaxed);
@@ -124,20 +124,26 @@ Status ListenRegistry::remove(Id id) noexcept {
   if (generation_of(word->load(std::memory_order_relaxed)) != id.generation()) {
     return Status::stale_id;
   }
-  if (!retired_.has_room()) return Status::no_resources;
-
-  Snapshot* next = next_snapshot(nullptr, id);
-  if (next == nullptr) return Status::no_resources;
-  // Dead before unpublishing: from here take_backlog() fails and release_backlog() is ignored for
-  // this listen, also through snapshots shards still read. The count goes with it. Relaxed: the
-  // shards' compare-and-swaps always see the latest value of the word.
+  // Dead first: from here match() skips the listen and take_backlog() fails for it, in every
+  // snapshot shards may still read, and release_backlog() is ignored. The count goes with it.
+  // Relaxed: the shards' compare-and-swaps always see the latest value of the word; a match()
+  // racing with this store at worst finds the listen and then fails take_backlog().
   const std::uint32_t dead = (id.generation() + 1) & ~kListenGenerationTag;
   word->store(backlog_word_of(dead, 0), std::memory_order_relaxed);
-  publish(next);
+  // A snapshot without it only saves readers the check: when a stalled shard keeps the retire
+  // queue full, the removal stands anyway and the next publish drops the listen.
+  if (retired_.has_room()) {
+    if (Snapshot* next = next_snapshot(nullptr)) publish(next);
+  }
   return Status::ok;
 }
 
-ListenRegistry::Snapshot* ListenRegistry::next_snapshot(const Listen* added, Id removed) noexcept {
+bool ListenRegistry::alive(const Listen& listen) const noexcept {
+  // Relaxed: see remove(); the word's generation is the listen's only while it is live.
+  return generation_of(backlog_[listen.id.comm_id()].load(std::memory_order_relaxed)) == listen.id.generation();
+}
+
+ListenRegistry::Snapshot* ListenRegistry::next_snapshot(const Listen* added) noexcept {
   // Relaxed: current_ is only stored under mutex_, which the caller holds.
   const Snapshot& now = *current_.load(std::memory_order_relaxed);
   try {
@@ -148,7 +154,7 @@ ListenRegistry::Snapshot* ListenRegistry::next_snapshot(const Listen* added, Id 
         listens.push_back(*added);
         added = nullptr;
       }
-      if (listen.id != removed) listens.push_back(listen);
+      if (alive(listen)) listens.push_back(listen);
     }
     if (added != nullptr) listens.push_back(*added);
     return new Snapshot{this, std::move(listens)};
@@ -186,7 +192,7 @@ const Listen* ListenRegistry::match(std::uint64_t service_id, std::uint8_t port_
   const Snapshot* snapshot = current_.load(std::memory_order_acquire);
   for (const Listen& listen : snapshot->by_precedence) {
     if ((listen.params.port == 0 || listen.params.port == port_num) &&
-        ((service_id ^ listen.params.service_id) & listen.params.service_mask) == 0) {
+        ((service_id ^ listen.params.service_id) & listen.params.service_mask) == 0 && alive(listen)) {
       return &listen;  // the first in precedence order is the best
     }
   }

@@ -63,8 +63,9 @@ class ListenRegistry final : public engine::Listens {
   Status add(const ListenParams& params, Id& out) noexcept;
 
   // Removes the listen `id`: no match() after it returns finds it, its backlog count dies with it.
-  // Errors: stale_id (`id` names no live listen of this registry), no_resources (the retire queue
-  // full, or no memory for the new snapshot). Nothing changes on error.
+  // Never waits and never fails for lack of room: with the retire queue full (a stalled shard) the
+  // dead listen stays in the published snapshot, skipped by match(), until the next publish.
+  // Errors: stale_id (`id` names no live listen of this registry); nothing changes then.
   Status remove(Id id) noexcept;
 
   // Runs the deferred frees of retired snapshots that are due; returns how many it freed. add()
@@ -103,7 +104,11 @@ class ListenRegistry final : public engine::Listens {
   // A new snapshot: the current one's listens without `removed` (an empty Id removes none) and
   // with `*added` (null adds none), in match() precedence order. Null when memory runs out.
   // Under mutex_.
-  [[nodiscard]] Snapshot* next_snapshot(const engine::Listen* added, Id removed) noexcept;
+  // The current snapshot's live listens plus `added` (may be null), in precedence order; null when
+  // out of memory.
+  [[nodiscard]] Snapshot* next_snapshot(const engine::Listen* added) noexcept;
+  // Whether `listen` (from any snapshot) has not been removed since. Any thread.
+  [[nodiscard]] bool alive(const engine::Listen& listen) const noexcept;
   // Replaces the current snapshot with `next` and retires the old one. Under mutex_, with room in
   // the retire queue checked under the same lock.
   void publish(Snapshot* next) noexcept;

@@ -86,7 +86,7 @@ std::size_t Shard::run_batch() noexcept {
   work += protocol_.on_timers();
   // Nothing of the listen snapshot (or any retired object) is held past this point.
   env_.epoch.quiescent(env_.index);
-  work += retired_.reclaim();
+  work += retired_.reclaim() + env_.listen_retired.reclaim();
   if (work > 0) snapshot_.publish(protocol_.all_counters());
   return work;
 }

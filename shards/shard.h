@@ -49,6 +49,9 @@ struct ShardEnv {
   engine::RemoteQpns& remote_qpns;
   engine::EndpointBudget& budget;
   Epoch& epoch;
+  // The engine's queue of on_destroyed calls of listens (any thread defers into it): each shard
+  // reclaims it after its quiescent point, so the last shard to pass one runs what is due.
+  DeferQueue& listen_retired;
   const EngineConfig& config;
   engine::CidLayout layout;
   std::uint32_t index = 0;

@@ -94,6 +94,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
                            .remote_qpns = remote_qpns_,
                            .budget = budget_,
                            .epoch = epoch_,
+                           .listen_retired = retired_listens_,
                            .config = config_,
                            .layout = layout_,
                            .index = s,
@@ -129,7 +130,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
       work += shard->run_batch();
       epoch_.offline(shard->index());
     }
-    return work + retired_listens_.reclaim();
+    return work;
   }
 
   std::optional<std::uint64_t> next_timer_ns() const override {
