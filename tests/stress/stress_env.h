@@ -54,9 +54,9 @@ inline constexpr std::chrono::seconds kGuard{60};
 // local soak.
 [[nodiscard]] inline std::uint32_t scaled(std::uint32_t release_count) {
 #if defined(__SANITIZE_THREAD__)
-  std::uint32_t percent = 10;
+  std::uint32_t percent = 20;
 #elif defined(__SANITIZE_ADDRESS__)
-  std::uint32_t percent = 25;
+  std::uint32_t percent = 40;
 #else
   std::uint32_t percent = 100;
 #endif
