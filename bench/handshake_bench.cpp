@@ -140,20 +140,9 @@ void on_client_event(const Event& e, void* ctx) {
   }
 }
 
-// A path record's answer from `from` to `to`. Packet life time 0 keeps time-wait (between storms)
-// in microseconds; the retransmission waits are ruled by the 4 s CM response timeouts instead.
-Path path_between(const PortAttr& from, const PortAttr& to) {
-  Path p;
-  p.local_lid = from.lid;
-  p.remote_lid = to.lid;
-  p.local_gid = from.gid_table[0];
-  p.remote_gid = to.gid_table[0];
-  p.mtu = std::min(from.active_mtu, to.active_mtu);
-  p.rate = from.active_rate;
-  p.packet_life_time = 0;
-  p.port = from.port_num;
-  return p;
-}
+// Packet life time 0 keeps time-wait (between storms) in microseconds; the retransmission waits are
+// ruled by the 4 s CM response timeouts instead.
+Path path_between(const PortAttr& from, const PortAttr& to) { return loopback::path_record(from, to, 0); }
 
 // The fabric: HCA 0 is the server, HCA 1 the client. CA ACK delay 0 (default 16, 268 ms) because
 // time-wait adds it; receive queues hold a whole storm so the fabric never drops.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fastcm/fabric.h"
+#include "fastcm/params.h"
 
 namespace fastcm::loopback {
 
@@ -47,5 +48,22 @@ struct LoopbackConfig {
   // Thread contract: pure.
   void validate() const;
 };
+
+// The path a subnet manager's path record would give from port `from` to port `to` (the loopback
+// has no SA): both ports' LIDs and first GIDs, the smaller active MTU, the sender's active rate,
+// the default P_Key, SL 0, subnet-local, and `packet_life_time` (an exponent: 4.096 µs · 2^t),
+// which sets the CM's retry waits and time-wait. Thread contract: pure.
+[[nodiscard]] inline Path path_record(const PortAttr& from, const PortAttr& to, std::uint8_t packet_life_time) {
+  Path p;
+  p.local_lid = from.lid;
+  p.remote_lid = to.lid;
+  p.local_gid = from.gid_table[0];
+  p.remote_gid = to.gid_table[0];
+  p.mtu = from.active_mtu < to.active_mtu ? from.active_mtu : to.active_mtu;
+  p.rate = from.active_rate;
+  p.packet_life_time = packet_life_time;
+  p.port = from.port_num;
+  return p;
+}
 
 }  // namespace fastcm::loopback

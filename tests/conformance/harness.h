@@ -158,20 +158,7 @@ class Cluster {
     return make_path(client_port(client_port_index), server_port(server_port_index));
   }
   [[nodiscard]] static Path make_path(const PortAttr& from, const PortAttr& to) {
-    Path p;
-    p.local_lid = from.lid;
-    p.remote_lid = to.lid;
-    p.local_gid = from.gid_table[0];
-    p.remote_gid = to.gid_table[0];
-    p.sl = 0;
-    p.mtu = std::min(from.active_mtu, to.active_mtu);
-    p.rate = from.active_rate;
-    p.packet_life_time = 14;  // 67 ms
-    p.port = from.port_num;
-    p.pkey = 0xFFFF;
-    p.hop_limit = 0;
-    p.subnet_local = true;
-    return p;
+    return loopback::path_record(from, to, 14);  // 67 ms
   }
 
  private:
