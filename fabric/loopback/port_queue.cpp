@@ -86,7 +86,15 @@ bool PortQueue::arm() noexcept {
   eventfd_t ignored = 0;
   eventfd_read(event_fd_, &ignored);  // clears a past wake-up; EAGAIN when there was none
   wake_.store(kArmed, std::memory_order_seq_cst);  // partner: notify()
-  if (held_.empty() && rte_ring_empty(rx_)) return true;
+  if (held_.empty()) {
+    // The emptiness check is a dequeue, not rte_ring_empty(): the dequeue reads the producer tail
+    // with an acquire load, rte_ring_empty() with a plain read that TSan reports as a race against
+    // the HTS senders. A MAD found here waits among the held ones (kDue sorts first).
+    void* obj = nullptr;
+    if (rte_ring_dequeue(rx_, &obj) != 0) return true;
+    auto* slot = static_cast<Slot*>(obj);
+    hold(slot, slot->state.load(std::memory_order_acquire));  // partner: publish()
+  }
   // Not sleeping after all. If a sender already signalled, that wake-up is spurious; the next
   // arm() clears it.
   std::uint32_t expected = kArmed;
