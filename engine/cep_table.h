@@ -12,7 +12,9 @@
 // the shard reads it before starting each callback (so none starts after destroy returned).
 // A claim made on another thread leaves `generation | kDetachPending` until the shard has handled
 // it (complete_remote_detach): until then the slot is not reused, even if the endpoint is freed
-// meanwhile, so the claimant's request can name the slot without a generation race.
+// meanwhile, so the claimant's request can name the slot without a generation race. While a
+// callback of the endpoint runs, the shard holds kInCallback in the word: a callback starts only
+// by a compare-and-swap from the bare generation, so once a destroy's claim is in, none starts.
 #pragma once
 
 #include <atomic>
@@ -102,15 +104,28 @@ class CepTable {
   }
   // Whether the application still holds the endpoint. The owning shard's thread.
   [[nodiscard]] bool attached(const Cep& cep) const noexcept {
-    // Acquire: pairs with try_detach's CAS of another thread; once that CAS is ordered before this
-    // load, no callback starts.
-    return attached_[cep.slot].load(std::memory_order_acquire) == cep.generation;
+    // Acquire: pairs with a claim's CAS on another thread.
+    return (attached_[cep.slot].load(std::memory_order_acquire) & ~kInCallback) == cep.generation;
   }
   // Whether `id` names an endpoint the application still holds. Any thread; a snapshot.
   [[nodiscard]] bool attached(Id id) const noexcept {
     const CidParts parts = layout_.decode(id.comm_id());
     return parts.shard == shard_ && parts.slot < capacity_ && id.generation() != 0 &&
-           attached_[parts.slot].load(std::memory_order_acquire) == id.generation();  // pairs: attach()
+           (attached_[parts.slot].load(std::memory_order_acquire) & ~kInCallback) == id.generation();  // pairs: attach()
+  }
+  // Starts a callback of the attached endpoint: false, starting nothing, once it was detached. The
+  // owning shard's thread; not nested for one endpoint (the caller tracks its own nesting).
+  [[nodiscard]] bool enter_callback(const Cep& cep) noexcept {
+    std::uint32_t expected = cep.generation;
+    // acq_rel: ordered with every claim in the word's modification order; a claim that came first
+    // makes this fail, one that comes later sees kInCallback and keeps it.
+    return attached_[cep.slot].compare_exchange_strong(expected, cep.generation | kInCallback,
+                                                       std::memory_order_acq_rel);
+  }
+  // Ends the callback started by enter_callback on `slot` (whatever became of the endpoint since).
+  void leave_callback(std::uint32_t slot) noexcept {
+    // Release: the callback's effects before any claim that follows (partner: claim's acq_rel).
+    attached_[slot].fetch_and(~kInCallback, std::memory_order_release);
   }
   // Takes the endpoint from the application: true for exactly one caller per attach. The endpoint
   // stays live (its protocol side is finished by the caller). The owning shard's thread.
@@ -139,26 +154,35 @@ class CepTable {
   [[nodiscard]] std::uint32_t in_use() const noexcept { return capacity_ - free_count_; }
 
  private:
-  static constexpr std::uint32_t kDetachPending = 1u << 31;  // generations stay below 2^31
+  static constexpr std::uint32_t kDetachPending = 1u << 31;  // generations stay below 2^30
+  static constexpr std::uint32_t kInCallback = 1u << 30;
 
+  // Moves the word from `id`'s generation (a callback may be running) to `claimed`, keeping
+  // kInCallback; false when `id` is not attached.
   [[nodiscard]] bool claim(Id id, std::uint32_t claimed) noexcept {
     const CidParts parts = layout_.decode(id.comm_id());
     if (parts.shard != shard_ || parts.slot >= capacity_ || id.generation() == 0) return false;
-    std::uint32_t expected = id.generation();
-    // acq_rel: acquires attach()'s release (the endpoint's setup) and releases this claim to the
-    // shard's acquire load in attached(const Cep&).
-    return attached_[parts.slot].compare_exchange_strong(expected, claimed, std::memory_order_acq_rel);
+    std::atomic<std::uint32_t>& word = attached_[parts.slot];
+    std::uint32_t seen = word.load(std::memory_order_acquire);  // pairs: attach(), leave_callback()
+    do {
+      if ((seen & ~kInCallback) != id.generation()) return false;
+      // acq_rel: acquires attach()'s release (the endpoint's setup) and releases this claim to the
+      // shard's enter_callback() and attached() loads.
+    } while (!word.compare_exchange_weak(seen, (seen & kInCallback) | claimed, std::memory_order_acq_rel,
+                                         std::memory_order_acquire));
+    return true;
   }
   void push_free(std::uint32_t slot) noexcept {
     free_fifo_[(free_head_ + free_count_) % capacity_] = slot;
     ++free_count_;
   }
   [[nodiscard]] std::uint32_t next(std::uint32_t i) const noexcept { return i + 1 == capacity_ ? 0 : i + 1; }
-  // Generations stay below 2^31 (the top bit tags listen Ids, see listen_table.h), and those whose
-  // low CID bits are zero are skipped so that no CID of slot 0, shard 0 is 0.
+  // Generations stay below 2^30 (the top bits are the attachment word's flags, and the very top
+  // one tags listen Ids, see listens.h), and those whose low CID bits are zero are skipped so that
+  // no CID of slot 0, shard 0 is 0.
   [[nodiscard]] static std::uint32_t next_generation(std::uint32_t g) noexcept {
     do {
-      g = (g + 1) & 0x7FFF'FFFFu;
+      g = (g + 1) & (kInCallback - 1);
     } while ((g & ((1u << kCidGenerationBits) - 1)) == 0);
     return g;
   }

@@ -4,7 +4,7 @@
 // The protocol only reads listens; who writes them and how readers stay safe is the concurrency
 // layer's business (shards/listen_registry.h publishes snapshots through epoch reclamation).
 // A listen's Id has the top bit of its generation set, so it can never name an endpoint (endpoint
-// generations stay below 2^31, see cep_table.h).
+// generations stay below 2^30, see cep_table.h).
 #pragma once
 
 #include <cstdint>

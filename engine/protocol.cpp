@@ -278,10 +278,16 @@ void Protocol::emit(Cep& cep, Event& event, MadBuf* mad) noexcept {
     if (!env_.outbox.enqueue(*cep.delivery.queue, event, mad)) drop(cep.port_index, DropReason::queue_full);
     return;
   }
+  // The endpoint's first callback on the stack claims the attachment word, so a destroy from
+  // another thread either comes first (no callback) or finds the callback running (it may finish).
+  const bool nested = in_callback_of(event.id);
+  const std::uint32_t slot = cep.slot;
+  if (!nested && !table_.enter_callback(cep)) return;
   CallbackFrame frame{.id = event.id, .outer = running_callbacks_};
   running_callbacks_ = &frame;
   cep.delivery.handler(event, cep.delivery.handler_context);  // may destroy or reuse `cep`
   running_callbacks_ = frame.outer;
+  if (!nested) table_.leave_callback(slot);
   if (frame.destroyed && frame.on_destroyed != nullptr) env_.outbox.retire(frame.on_destroyed, frame.destroyed_context);
 }
 
