@@ -383,7 +383,9 @@ TEST(ListenRegistryThreads, ShardsMatchWhileAWriterChurnsEverySnapshotFreedOnce)
   for (std::uint32_t s = 0; s < kShards; ++s) EXPECT_EQ(bad[s], 0U) << "shard " << s;
   // Every shard is offline: every retired snapshot is due, and only the current one remains.
   registry->reclaim();
-  EXPECT_EQ(registry->snapshots_published(), 2U + static_cast<std::uint64_t>(changes));
+  // One snapshot per change, except removes made while the retire queue was full (they take
+  // effect without one).
+  EXPECT_LE(registry->snapshots_published(), 2U + static_cast<std::uint64_t>(changes));
   EXPECT_EQ(registry->snapshots_freed(), registry->snapshots_published() - 1);
   // The permanent listen's backlog is back to zero: exactly kBacklog can be taken.
   epoch.online(kShards);
