@@ -269,7 +269,7 @@ bool tear_down(Rig& rig) {
   const auto deadline = WallClock::now() + kDeadline;
   while (!rig.drained()) {
     if (WallClock::now() > deadline) return false;
-    spin(std::chrono::microseconds(200));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return true;
 }
@@ -280,11 +280,13 @@ double percentile_us(std::vector<double>& ns, double p) {
   return ns[k] * 1e-3;
 }
 
-// Waits (spinning, bounded) until a server callback of `conn` is running.
+// Waits (bounded) until a server callback of `conn` is running, yielding so the client's and the
+// server's threads can get the DREQ there.
 bool callback_started(const Conn& conn) {
   const auto deadline = WallClock::now() + kDeadline;
   while (!conn.in_callback.load(std::memory_order_acquire)) {
     if (WallClock::now() > deadline) return false;
+    std::this_thread::yield();
   }
   return true;
 }
