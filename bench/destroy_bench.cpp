@@ -46,20 +46,19 @@
 #include "fabric/loopback/loopback_config.h"
 #include "fabric/loopback/loopback_fabric.h"
 #include "fastcm/clock.h"
+#include "bench/storm_rig.h"
 #include "fastcm/engine.h"
 
 namespace {
 
 using namespace fastcm;
+using namespace fastcm::bench;
 using WallClock = std::chrono::steady_clock;
 
 constexpr std::uint32_t kConnections = 1024;
 constexpr std::uint32_t kIterations = 4;
 constexpr std::uint32_t kShards = 2;
 constexpr auto kCallbackSpin = std::chrono::microseconds(5);
-constexpr std::uint64_t kServiceId = 0x1000'0000'0000'0D0D;
-constexpr Qpn kClientQpnBase = 0x10000;
-constexpr Qpn kServerQpnBit = 0x800000;
 constexpr auto kDeadline = std::chrono::seconds(60);
 constexpr auto kHoldLimit = std::chrono::seconds(1);
 
@@ -86,7 +85,7 @@ void on_server_event(const Event& e, void* ctx);
 void on_client_event(const Event& e, void* ctx);
 
 struct Rig {
-  Rig() : config(fabric_config()), fabric(config, clock) {
+  Rig() : config(storm_fabric(1, 2 * kConnections)), fabric(config, clock) {
     server = Engine::create(fabric.hca(0), clock, engine_config());
     client = Engine::create(fabric.hca(1), clock, engine_config());
     if (!server || !client) return;
@@ -95,16 +94,6 @@ struct Rig {
     lp.backlog = kConnections;
     lp.delivery = Delivery{.handler = &on_server_event, .handler_context = this};
     listening = server->listen(lp, listen_id) == Status::ok;
-  }
-
-  static loopback::LoopbackConfig fabric_config() {
-    auto c = loopback::LoopbackConfig::two_hcas(1);
-    // CA ACK delay 0 (default 268 ms) keeps time-wait short between iterations.
-    for (auto& hca : c.hcas) {
-      for (auto& port : hca.ports) port.ca.local_ca_ack_delay = 0;
-    }
-    c.rx_queue_depth = 2 * kConnections;
-    return c;
   }
 
   static EngineConfig engine_config() {
@@ -189,11 +178,7 @@ void on_server_event(const Event& e, void* ctx) {
       conn = &rig.conns[req.remote_qpn - kClientQpnBase];
       const BusyCallback busy(rig, conn);
       conn->server_id = e.id;
-      RepParams rep;
-      rep.qpn = req.remote_qpn | kServerQpnBit;
-      rep.starting_psn = req.remote_qpn;
-      rep.responder_resources = req.initiator_depth;
-      rep.initiator_depth = req.responder_resources;
+      const RepParams rep = accepting_rep(req);
       if (rig.server->set_context(e.id, conn) != Status::ok ||
           rig.server->send_rep(e.id, rep) != Status::ok) {
         rig.settle(false);
@@ -237,16 +222,7 @@ bool establish_all(Rig& rig, std::string& error) {
   rig.failed.store(0, std::memory_order_relaxed);
   const Delivery delivery{.handler = &on_client_event, .handler_context = &rig};
   for (std::uint32_t i = 0; i < kConnections; ++i) {
-    ReqParams p;
-    p.service_id = kServiceId;
-    p.primary = loopback::path_record(rig.config.hcas[1].ports[0], rig.config.hcas[0].ports[0], 0);
-    p.qpn = kClientQpnBase + i;
-    p.starting_psn = i;
-    p.responder_resources = 4;
-    p.initiator_depth = 4;
-    p.remote_cm_response_timeout = 20;
-    p.local_cm_response_timeout = 20;
-    p.max_cm_retries = 3;
+    const ReqParams p = storm_req(rig.config, 0, i);
     Conn& conn = rig.conns[i];
     if (rig.client->create_id(delivery, nullptr, conn.client_id) != Status::ok ||
         rig.client->send_req(conn.client_id, p) != Status::ok) {

@@ -44,16 +44,15 @@
 #include "fabric/loopback/loopback_config.h"
 #include "fabric/loopback/loopback_fabric.h"
 #include "fastcm/clock.h"
+#include "bench/storm_rig.h"
 #include "fastcm/engine.h"
 
 namespace {
 
 using namespace fastcm;
+using namespace fastcm::bench;
 
 constexpr std::uint32_t kConnections = 4096;
-constexpr std::uint64_t kServiceId = 0x1000'0000'0000'0B0B;
-constexpr Qpn kClientQpnBase = 0x10000;  // connection i: client QP kClientQpnBase + i
-constexpr Qpn kServerQpnBit = 0x800000;  // the server's QP for it: the client's with this bit set
 constexpr std::uint32_t kInlineBatch = 32;  // REQs sent between two progress rounds (caller mode)
 constexpr std::uint32_t kWindow = 256;      // BM_HandshakeWindow: handshakes in flight
 constexpr auto kStormDeadline = std::chrono::seconds(60);
@@ -107,11 +106,7 @@ void on_server_event(const Event& e, void* ctx) {
   switch (e.type) {
     case EventType::req_received: {
       const auto& req = std::get<ReqReceived>(e.params);
-      RepParams rep;
-      rep.qpn = req.remote_qpn | kServerQpnBit;
-      rep.starting_psn = req.remote_qpn;
-      rep.responder_resources = req.initiator_depth;
-      rep.initiator_depth = req.responder_resources;
+      const RepParams rep = accepting_rep(req);
       if (storm.server->send_rep(e.id, rep) != Status::ok) storm.settle(false);
       break;
     }
@@ -140,21 +135,6 @@ void on_client_event(const Event& e, void* ctx) {
   }
 }
 
-// Packet life time 0 keeps time-wait (between storms) in microseconds; the retransmission waits are
-// ruled by the 4 s CM response timeouts instead.
-Path path_between(const PortAttr& from, const PortAttr& to) { return loopback::path_record(from, to, 0); }
-
-// The fabric: HCA 0 is the server, HCA 1 the client. CA ACK delay 0 (default 16, 268 ms) because
-// time-wait adds it; receive queues hold a whole storm so the fabric never drops.
-loopback::LoopbackConfig fabric_config(std::uint8_t ports) {
-  auto config = loopback::LoopbackConfig::two_hcas(ports);
-  for (auto& hca : config.hcas) {
-    for (auto& port : hca.ports) port.ca.local_ca_ack_delay = 0;
-  }
-  config.rx_queue_depth = 2 * kConnections;
-  return config;
-}
-
 // Sized so that nothing runs out: endpoints for a storm plus any still in time-wait, MADs for each
 // endpoint's kept sent and received MAD plus full inboxes, inboxes that hold a storm twice over
 // (at exactly kConnections, the teardown's burst of kConnections DREQs now and then overflowed
@@ -173,7 +153,7 @@ EngineConfig engine_config(std::uint32_t shards, Threading threading) {
 // the engines before the fabric and the clock they borrow.
 struct Rig {
   Rig(std::uint32_t shards, std::uint8_t ports, Threading threading)
-      : config(fabric_config(ports)), fabric(config, clock) {
+      : config(storm_fabric(ports, 2 * kConnections)), fabric(config, clock) {
     server = Engine::create(fabric.hca(0), clock, engine_config(shards, threading));
     client = Engine::create(fabric.hca(1), clock, engine_config(shards, threading));
     if (!server || !client) return;
@@ -185,19 +165,7 @@ struct Rig {
     lp.delivery = Delivery{.handler = &on_server_event, .handler_context = &storm};
     listening = server->listen(lp, listen_id) == Status::ok;
     storm.reqs.resize(kConnections);
-    for (std::uint32_t i = 0; i < kConnections; ++i) {
-      const std::size_t port = i % ports;
-      ReqParams& p = storm.reqs[i];
-      p.service_id = kServiceId;
-      p.primary = path_between(config.hcas[1].ports[port], config.hcas[0].ports[port]);
-      p.qpn = kClientQpnBase + i;
-      p.starting_psn = i;
-      p.responder_resources = 4;
-      p.initiator_depth = 4;
-      p.remote_cm_response_timeout = 20;  // 4.3 s
-      p.local_cm_response_timeout = 20;
-      p.max_cm_retries = 3;
-    }
+    for (std::uint32_t i = 0; i < kConnections; ++i) storm.reqs[i] = storm_req(config, i % ports, i);
     storm.client_ids.resize(kConnections);
   }
 

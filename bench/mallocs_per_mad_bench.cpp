@@ -27,25 +27,24 @@
 #include "fabric/loopback/loopback_config.h"
 #include "fabric/loopback/loopback_fabric.h"
 #include "fastcm/clock.h"
+#include "bench/storm_rig.h"
 #include "fastcm/engine.h"
 
 namespace {
 
 using namespace fastcm;
+using namespace fastcm::bench;
 using WallClock = std::chrono::steady_clock;
 
 constexpr std::uint32_t kConnections = 1024;
 constexpr std::uint32_t kWarmupStorms = 2;
 constexpr std::uint32_t kTraces = 4;
 constexpr std::uint32_t kBatch = 32;  // REQs sent between two progress rounds
-constexpr std::uint64_t kServiceId = 0x1000'0000'0000'0A11;
-constexpr Qpn kClientQpnBase = 0x10000;
-constexpr Qpn kServerQpnBit = 0x800000;
 constexpr auto kDeadline = std::chrono::seconds(60);
 
 // Everything one thread touches: no atomics needed (caller mode, one driving thread).
 struct Rig {
-  Rig() : config(fabric_config()), fabric(config, clock) {
+  Rig() : config(storm_fabric(1, 2 * kConnections)), fabric(config, clock) {
     server = Engine::create(fabric.hca(0), clock, engine_config());
     client = Engine::create(fabric.hca(1), clock, engine_config());
     if (!server || !client) return;
@@ -54,28 +53,7 @@ struct Rig {
     lp.backlog = kConnections;
     lp.delivery = Delivery{.handler = &on_server_event, .handler_context = this};
     listening = server->listen(lp, listen_id) == Status::ok;
-    for (std::uint32_t i = 0; i < kConnections; ++i) {
-      ReqParams& p = reqs[i];
-      p.service_id = kServiceId;
-      p.primary = loopback::path_record(config.hcas[1].ports[0], config.hcas[0].ports[0], 0);
-      p.qpn = kClientQpnBase + i;
-      p.starting_psn = i;
-      p.responder_resources = 4;
-      p.initiator_depth = 4;
-      p.remote_cm_response_timeout = 20;
-      p.local_cm_response_timeout = 20;
-      p.max_cm_retries = 3;
-    }
-  }
-
-  // CA ACK delay and packet life time 0 keep time-wait in microseconds.
-  static loopback::LoopbackConfig fabric_config() {
-    auto c = loopback::LoopbackConfig::two_hcas(1);
-    for (auto& hca : c.hcas) {
-      for (auto& port : hca.ports) port.ca.local_ca_ack_delay = 0;
-    }
-    c.rx_queue_depth = 2 * kConnections;
-    return c;
+    for (std::uint32_t i = 0; i < kConnections; ++i) reqs[i] = storm_req(config, 0, i);
   }
 
   static EngineConfig engine_config() {
@@ -93,11 +71,7 @@ struct Rig {
     switch (e.type) {
       case EventType::req_received: {
         const auto& req = std::get<ReqReceived>(e.params);
-        RepParams rep;
-        rep.qpn = req.remote_qpn | kServerQpnBit;
-        rep.starting_psn = req.remote_qpn;
-        rep.responder_resources = req.initiator_depth;
-        rep.initiator_depth = req.responder_resources;
+        const RepParams rep = accepting_rep(req);
         if (rig.server->send_rep(e.id, rep) != Status::ok) rig.settle(false);
         break;
       }
