@@ -1,6 +1,6 @@
 // The CM protocol of one shard: its endpoints, their states and timers, and one handler per
 // received message (IBTA Vol. 1 chapter 12). No threads: whoever owns the Protocol calls it from
-// one thread — the inline engine's driver, or a shard worker.
+// one thread — its shard's worker, or the caller driving Engine::progress().
 //
 // Every handler has the same shape: look the endpoint up, check its state (answering duplicates
 // and dropping what the state ignores, counted by reason), make the transition, cancel or re-arm

@@ -2,7 +2,7 @@
 // writers publish immutable snapshots and retire the old ones through epoch reclamation
 // (DESIGN.md "Concurrency contract").
 //
-// Semantics (those of the inline engine's listen table): fixed capacity; add() refuses a
+// Semantics (those of the single-threaded listen table it replaced): fixed capacity; add() refuses a
 // listen with the same port, mask and masked service ID as a live one (service_in_use); a listen's
 // Id has kListenGenerationTag in its generation and its slot in comm_id(), the lowest free slot is
 // taken and every reuse of a slot gets a new generation; match() prefers the longest mask, then a
