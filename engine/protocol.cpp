@@ -309,11 +309,6 @@ const Cep* Protocol::find_user(Id id) const noexcept {
   return cep != nullptr && table_.attached(*cep) ? cep : nullptr;
 }
 
-std::optional<CepState> Protocol::state_of(Id id) const noexcept {
-  const Cep* cep = table_.find(id);
-  return cep != nullptr ? std::optional<CepState>(cep->state) : std::nullopt;
-}
-
 void Protocol::leave_backlog(Cep& cep) noexcept {
   if (cep.backlog.empty()) return;
   env_.listens.release_backlog(cep.backlog);

@@ -113,9 +113,6 @@ class Protocol {
     }
     return false;
   }
-  [[nodiscard]] std::uint32_t endpoints_in_use() const noexcept { return table_.in_use(); }
-  // The state of a live endpoint (tests and tools); nullopt for a stale Id.
-  [[nodiscard]] std::optional<CepState> state_of(Id id) const noexcept;
   // The endpoint table: its attachment words may be used from any thread (cep_table.h).
   [[nodiscard]] CepTable& table() noexcept { return table_; }
   [[nodiscard]] const CepTable& table() const noexcept { return table_; }
