@@ -1,0 +1,48 @@
+// fastcm-bench's command line: what to run (connections or a duration, ports, shards, window,
+// delivery mode, faults) and how to report it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace fastcm::bench {
+
+enum class DeliveryMode : std::uint8_t { callback, poll };
+
+struct Options {
+  std::uint64_t connections = 1'000'000;
+  bool connections_given = false;  // --connections on the command line (else the default)
+  double duration_s = 0;           // 0: run for `connections` only
+  std::uint32_t ports = 4;
+  std::uint32_t shards = 0;  // per engine; 0 until parsed, then `ports` unless given
+  std::uint32_t window = 1024;
+  std::uint32_t private_data = 0;
+  DeliveryMode mode = DeliveryMode::callback;
+  bool disconnect = false;
+  double loss_pct = 0;
+  double dup_pct = 0;
+  double reorder_pct = 0;
+  std::uint64_t seed = 1;
+  bool json = false;
+  std::string plot_path;  // empty: no plot
+
+  // Connections the run may open at most: `connections`, except with --duration and
+  // --disconnect without --connections, where it is unbounded (each connection ends before the
+  // next on its lane starts, so nothing accumulates).
+  [[nodiscard]] std::uint64_t connection_limit() const noexcept;
+};
+
+// At most this many connections stay established at once (without --disconnect): the two
+// engines keep a few KiB per connection and the machine this runs on has 24 GiB.
+inline constexpr std::uint64_t kMaxEstablished = 4'000'000;
+inline constexpr std::uint32_t kMaxWindow = 65'536;
+
+// Parses and checks the command line. Returns the options, or nullopt with `exit_code` set: 0
+// after --help, 2 after a usage error (CLI11 has printed the message). Thread contract: main
+// thread, once.
+[[nodiscard]] std::optional<Options> parse_options(int argc, char** argv, int& exit_code);
+
+[[nodiscard]] const char* to_string(DeliveryMode mode) noexcept;
+
+}  // namespace fastcm::bench

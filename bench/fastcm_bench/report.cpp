@@ -1,0 +1,297 @@
+#include "bench/fastcm_bench/report.h"
+
+#include <cstdio>
+#include <limits>
+#include <string>
+
+namespace fastcm::bench {
+
+namespace {
+
+// 1234567 as "1,234,567".
+std::string grouped(std::uint64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string text;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) text.push_back(',');
+    text.push_back(digits[i]);
+  }
+  return text;
+}
+
+std::string grouped(double x) { return grouped(static_cast<std::uint64_t>(x + 0.5)); }
+
+std::string printf_string(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+std::string latency_text(std::uint64_t ns) {
+  if (ns < 10'000) return printf_string("%.2f us", static_cast<double>(ns) / 1e3);
+  if (ns < 1'000'000) return printf_string("%.0f us", static_cast<double>(ns) / 1e3);
+  if (ns < 100'000'000) return printf_string("%.2f ms", static_cast<double>(ns) / 1e6);
+  return printf_string("%.0f ms", static_cast<double>(ns) / 1e6);
+}
+
+std::string mib(std::uint64_t bytes) {
+  return printf_string("%.0f MiB", static_cast<double>(bytes) / (1u << 20));
+}
+
+double us(std::uint64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+std::string percent_list(const std::vector<std::uint64_t>& per_shard) {
+  std::uint64_t total = 0;
+  for (const std::uint64_t n : per_shard) total += n;
+  std::string text;
+  for (const std::uint64_t n : per_shard) {
+    text += text.empty() ? "" : " ";
+    text += total == 0 ? "-"
+                       : printf_string("%.1f%%", 100.0 * static_cast<double>(n) /
+                                                     static_cast<double>(total));
+  }
+  return text;
+}
+
+std::uint64_t sum_drops(const EngineTotals& t) {
+  std::uint64_t n = 0;
+  for (const std::uint64_t d : t.drops) n += d;
+  return n;
+}
+
+std::string drop_text(const EngineTotals& t) {
+  std::string text;
+  for (std::size_t r = 0; r < kDropReasons; ++r) {
+    if (t.drops[r] == 0) continue;
+    text += text.empty() ? " (" : ", ";
+    text += std::string(to_string(static_cast<DropReason>(r))) + " " + grouped(t.drops[r]);
+  }
+  return text.empty() ? text : text + ")";
+}
+
+nlohmann::json drops_json(const EngineTotals& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t r = 0; r < kDropReasons; ++r) {
+    j[std::string(to_string(static_cast<DropReason>(r)))] = t.drops[r];
+  }
+  return j;
+}
+
+}  // namespace
+
+double Report::established_per_sec() const noexcept {
+  return run.wall_s > 0 ? static_cast<double>(count(Count::established)) / run.wall_s : 0;
+}
+
+double Report::established_per_cpu_sec() const noexcept {
+  return run.cpu_s > 0 ? static_cast<double>(count(Count::established)) / run.cpu_s : 0;
+}
+
+double Report::mads_per_sec() const noexcept {
+  return run.wall_s > 0
+             ? static_cast<double>(counters.server.mads_sent + counters.client.mads_sent) /
+                   run.wall_s
+             : 0;
+}
+
+std::optional<double> Report::bytes_per_connection() const noexcept {
+  const std::uint64_t established = count(Count::established);
+  if (options.disconnect || established == 0 || rss_storm_end < rss_before_engines) {
+    return std::nullopt;
+  }
+  return static_cast<double>(rss_storm_end - rss_before_engines) /
+         (2.0 * static_cast<double>(established));
+}
+
+std::uint64_t Report::teardown_retries() const noexcept {
+  const auto retries = [](const RigCounters& c) { return c.server.retries + c.client.retries; };
+  return retries(counters_after_teardown) - retries(counters);
+}
+
+bool Report::clean() const noexcept {
+  return !run.stalled && teardown.drained && leaks.leaked_mads == 0 && leaks.leaked_ceps == 0;
+}
+
+void print_table(std::ostream& out, const Report& r) {
+  const Options& o = r.options;
+  const auto row = [&out](const char* label, const std::string& value) {
+    char head[40];
+    std::snprintf(head, sizeof head, "  %-27s ", label);
+    out << head << value << '\n';
+  };
+  std::string what = o.duration_s > 0 ? printf_string("%.0f s of connections", o.duration_s)
+                                      : grouped(o.connections) + " connections";
+  if (o.duration_s > 0 && o.connection_limit() != std::numeric_limits<std::uint64_t>::max()) {
+    what += " (at most " + grouped(o.connections) + ")";
+  }
+  out << "fastcm-bench: " << what << " to one listen over " << o.ports << " port"
+      << (o.ports == 1 ? "" : "s") << ", " << o.shards << " shard" << (o.shards == 1 ? "" : "s")
+      << " per engine, window " << o.window << ", " << to_string(o.mode) << " delivery"
+      << (o.disconnect ? ", full life cycle (--disconnect)" : "") << '\n';
+  if (o.loss_pct > 0 || o.dup_pct > 0 || o.reorder_pct > 0) {
+    out << "  faults: loss " << o.loss_pct << "%, dup " << o.dup_pct << "%, reorder "
+        << o.reorder_pct << "% (seed " << o.seed << ")\n";
+  }
+  row("attempted", grouped(r.count(Count::attempted)));
+  row("established", grouped(r.count(Count::established)));
+  row("rejected", grouped(r.count(Count::rejected)));
+  row("timed out", grouped(r.count(Count::timed_out)));
+  if (r.count(Count::failed_calls) + r.count(Count::server_failed_calls) > 0) {
+    row("API calls refused", "client " + grouped(r.count(Count::failed_calls)) + ", server " +
+                                 grouped(r.count(Count::server_failed_calls)));
+  }
+  if (r.count(Count::lost_after_established) > 0) {
+    row("lost after established", grouped(r.count(Count::lost_after_established)));
+  }
+  if (o.disconnect) {
+    row("disconnected", grouped(r.count(Count::disconnected)) + " (DREQ, DREP, time-wait)" +
+                            (r.count(Count::disconnect_timeouts) > 0
+                                 ? ", " + grouped(r.count(Count::disconnect_timeouts)) +
+                                       " DREQ timeouts"
+                                 : ""));
+  }
+  row("retries", grouped(r.counters.server.retries + r.counters.client.retries) +
+                     " (MADs sent again after a timeout, both engines)");
+  row("storm time", printf_string("%.2f s wall, ", r.run.wall_s) +
+                        printf_string("%.2f s CPU ", r.run.cpu_s) +
+                        printf_string("(%.2f cores)",
+                                      r.run.wall_s > 0 ? r.run.cpu_s / r.run.wall_s : 0));
+  row("established per second", grouped(r.established_per_sec()) + " (" +
+                                    grouped(r.established_per_cpu_sec()) + " per CPU-second)");
+  row("MADs per second", grouped(r.mads_per_sec()) + " (sent by both engines)");
+  row("handshake latency",
+      "p50 " + latency_text(r.latency.p50_ns) + ", p99 " + latency_text(r.latency.p99_ns) +
+          ", p99.9 " + latency_text(r.latency.p999_ns) + ", max " +
+          latency_text(r.latency.max_ns));
+  row("", "(REQ sent -> REP received by the client, " + grouped(r.latency.count) + " samples)");
+  row("shard balance, server", percent_list(r.counters.server.reqs_per_shard) +
+                                   " of REQs received");
+  row("shard balance, client", percent_list(r.counters.client.reqs_per_shard) + " of REQs sent");
+  const std::uint64_t grown =
+      r.rss_storm_end > r.rss_before_engines ? r.rss_storm_end - r.rss_before_engines : 0;
+  const std::uint64_t at_creation = r.rss_engines_created > r.rss_before_engines
+                                        ? r.rss_engines_created - r.rss_before_engines
+                                        : 0;
+  if (const std::optional<double> per = r.bytes_per_connection()) {
+    row("engine memory", grouped(*per) + " bytes per connection and engine");
+  } else {
+    row("engine memory", "(per connection: only without --disconnect)");
+  }
+  row("", "(RSS " + mib(r.rss_before_engines) + " before the engines, +" + mib(at_creation) +
+              " at creation, +" + mib(grown) + " at the end of the storm; peak " +
+              mib(r.rss_peak) + ")");
+  row("", "(per engine: " + grouped(std::uint64_t{r.sizing.max_endpoints}) + " endpoints, " +
+              grouped(std::uint64_t{r.sizing.mad_buffers}) + " MAD buffers; both created in " +
+              printf_string("%.2f s", r.create_wall_s) + ")");
+  row("MAD pool high-water", "server " + grouped(std::uint64_t{r.run.server_mads_high}) +
+                                 ", client " + grouped(std::uint64_t{r.run.client_mads_high}) +
+                                 " of " + grouped(std::uint64_t{r.sizing.mad_buffers}) +
+                                 " each (sampled every 50 ms)");
+  if (o.mode == DeliveryMode::poll) {
+    row("event queue high-water", "server " + grouped(std::uint64_t{r.run.server_queue_high}) +
+                                      ", client " +
+                                      grouped(std::uint64_t{r.run.client_queue_high}) + " of " +
+                                      grouped(std::uint64_t{r.sizing.event_queue_capacity}));
+  }
+  const std::uint64_t engine_drops = sum_drops(r.counters.server) + sum_drops(r.counters.client);
+  if (engine_drops > 0) {
+    row("MADs dropped by engines", "server " + grouped(sum_drops(r.counters.server)) +
+                                       drop_text(r.counters.server) + ", client " +
+                                       grouped(sum_drops(r.counters.client)) +
+                                       drop_text(r.counters.client));
+  }
+  if (r.counters.fabric_lost + r.counters.fabric_duplicated + r.counters.fabric_delayed +
+          r.counters.fabric_queue_full >
+      0) {
+    row("fabric", "lost " + grouped(r.counters.fabric_lost) + ", duplicated " +
+                      grouped(r.counters.fabric_duplicated) + ", reordered " +
+                      grouped(r.counters.fabric_delayed) + ", queue overflows " +
+                      grouped(r.counters.fabric_queue_full));
+  }
+  const std::uint64_t teardown_retries = r.teardown_retries();
+  row("teardown", printf_string("%.2f s", r.teardown.wall_s) +
+                      (r.teardown.destroyed > 0
+                           ? ", " + grouped(r.teardown.destroyed) + " connections disconnected"
+                           : "") +
+                      (teardown_retries > 0 ? ", " + grouped(teardown_retries) + " retries" : "") +
+                      (r.teardown.drained ? "" : ", NOT drained"));
+  row("leaked CEPs", grouped(r.leaks.leaked_ceps) +
+                         printf_string(" (create_id of every endpoint again: %.2f s)",
+                                       r.leaks.wall_s));
+  row("leaked MADs", grouped(r.leaks.leaked_mads));
+  if (r.run.stalled) out << "  STALLED: no connection settled for 60 s; the storm was cut short\n";
+}
+
+nlohmann::json to_json(const Report& r) {
+  const Options& o = r.options;
+  nlohmann::json j;
+  j["ports"] = o.ports;
+  j["shards"] = o.shards;
+  j["window"] = o.window;
+  j["mode"] = to_string(o.mode);
+  j["disconnect"] = o.disconnect;
+  j["private_data"] = o.private_data;
+  j["connections_limit"] = o.connection_limit() == std::numeric_limits<std::uint64_t>::max()
+                               ? nlohmann::json(nullptr)
+                               : nlohmann::json(o.connection_limit());
+  j["duration_s"] = o.duration_s > 0 ? nlohmann::json(o.duration_s) : nlohmann::json(nullptr);
+  j["faults"] = {{"loss_pct", o.loss_pct}, {"dup_pct", o.dup_pct},
+                 {"reorder_pct", o.reorder_pct}, {"seed", o.seed}};
+  j["attempted"] = r.count(Count::attempted);
+  j["established"] = r.count(Count::established);
+  j["rejected"] = r.count(Count::rejected);
+  j["timed_out"] = r.count(Count::timed_out);
+  j["failed_calls"] = r.count(Count::failed_calls);
+  j["server_failed_calls"] = r.count(Count::server_failed_calls);
+  j["server_established"] = r.count(Count::server_established);
+  j["lost_after_established"] = r.count(Count::lost_after_established);
+  j["disconnected"] = r.count(Count::disconnected);
+  j["disconnect_timeouts"] = r.count(Count::disconnect_timeouts);
+  j["retries"] = r.counters.server.retries + r.counters.client.retries;
+  j["duplicates_received"] = r.counters.server.duplicates + r.counters.client.duplicates;
+  j["create_wall_s"] = r.create_wall_s;
+  j["create_cpu_s"] = r.create_cpu_s;
+  j["wall_s"] = r.run.wall_s;
+  j["cpu_s"] = r.run.cpu_s;
+  j["established_per_sec"] = r.established_per_sec();
+  j["established_per_cpu_sec"] = r.established_per_cpu_sec();
+  j["mads_sent"] = r.counters.server.mads_sent + r.counters.client.mads_sent;
+  j["mads_per_sec"] = r.mads_per_sec();
+  j["latency_us"] = {{"p50", us(r.latency.p50_ns)},
+                     {"p99", us(r.latency.p99_ns)},
+                     {"p999", us(r.latency.p999_ns)},
+                     {"max", us(r.latency.max_ns)},
+                     {"samples", r.latency.count},
+                     {"measured", "REQ sent to REP received by the client"}};
+  j["shard_reqs"] = {{"server_received", r.counters.server.reqs_per_shard},
+                     {"client_sent", r.counters.client.reqs_per_shard}};
+  const std::optional<double> per = r.bytes_per_connection();
+  j["bytes_per_connection"] = per ? nlohmann::json(*per) : nlohmann::json(nullptr);
+  j["memory"] = {{"rss_before_engines", r.rss_before_engines},
+                 {"rss_engines_created", r.rss_engines_created},
+                 {"rss_storm_end", r.rss_storm_end},
+                 {"rss_peak", r.rss_peak},
+                 {"max_endpoints", r.sizing.max_endpoints},
+                 {"mad_buffers", r.sizing.mad_buffers}};
+  j["pools"] = {{"server_mads_high", r.run.server_mads_high},
+                {"client_mads_high", r.run.client_mads_high},
+                {"mad_buffers", r.sizing.mad_buffers},
+                {"server_queue_high", r.run.server_queue_high},
+                {"client_queue_high", r.run.client_queue_high}};
+  j["drops"] = {{"server", drops_json(r.counters.server)},
+                {"client", drops_json(r.counters.client)}};
+  j["fabric"] = {{"lost", r.counters.fabric_lost},
+                 {"duplicated", r.counters.fabric_duplicated},
+                 {"delayed", r.counters.fabric_delayed},
+                 {"queue_full", r.counters.fabric_queue_full}};
+  j["teardown"] = {{"wall_s", r.teardown.wall_s},
+                   {"destroyed", r.teardown.destroyed},
+                   {"retries", r.teardown_retries()},
+                   {"drained", r.teardown.drained}};
+  j["stalled"] = r.run.stalled;
+  j["leaked_ceps"] = r.leaks.leaked_ceps;
+  j["leaked_mads"] = r.leaks.leaked_mads;
+  return j;
+}
+
+}  // namespace fastcm::bench

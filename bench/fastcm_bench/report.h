@@ -1,0 +1,59 @@
+// What a run measured, and its two renderings: the table for people and one JSON object.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/fastcm_bench/latency_histogram.h"
+#include "bench/fastcm_bench/options.h"
+#include "bench/fastcm_bench/rig.h"
+#include "bench/fastcm_bench/storm.h"
+#include "bench/fastcm_bench/tally.h"
+
+namespace fastcm::bench {
+
+struct Report {
+  Options options;
+  RigSizing sizing;
+  std::uint64_t counts[static_cast<std::size_t>(Count::count_)] = {};
+  double create_wall_s = 0;  // both engines and the listen: every table and pool is allocated
+  double create_cpu_s = 0;   // and touched here
+  StormRun run;
+  RigCounters counters;  // at the end of the storm, before the teardown
+  RigCounters counters_after_teardown;  // the whole run
+  LatencySummary latency;
+  // Resident memory (/proc/self/statm) just before the engines were created (EAL, the fabric and
+  // the tool's own preallocated records already in), right after, and at the end of the storm.
+  std::uint64_t rss_before_engines = 0;
+  std::uint64_t rss_engines_created = 0;
+  std::uint64_t rss_storm_end = 0;
+  std::uint64_t rss_peak = 0;
+  Teardown teardown;
+  LeakCheck leaks;
+
+  [[nodiscard]] std::uint64_t count(Count c) const noexcept {
+    return counts[static_cast<std::size_t>(c)];
+  }
+  [[nodiscard]] double established_per_sec() const noexcept;
+  [[nodiscard]] double established_per_cpu_sec() const noexcept;
+  [[nodiscard]] double mads_per_sec() const noexcept;
+  // Engine memory per established connection and engine (RSS growth from before the engines to
+  // the end of the storm, over both engines, divided by 2 x established). Without --disconnect
+  // only: with it, connections do not stay.
+  [[nodiscard]] std::optional<double> bytes_per_connection() const noexcept;
+  // Retransmissions during the teardown (both engines).
+  [[nodiscard]] std::uint64_t teardown_retries() const noexcept;
+  // Whether the run is sound: nothing leaked, drained, not stalled.
+  [[nodiscard]] bool clean() const noexcept;
+};
+
+// The table (fixed-width text). Thread contract: any thread.
+void print_table(std::ostream& out, const Report& report);
+
+// The same as one JSON object; the keys are listed in README.md's fastcm-bench section.
+[[nodiscard]] nlohmann::json to_json(const Report& report);
+
+}  // namespace fastcm::bench

@@ -1,0 +1,182 @@
+#include "bench/fastcm_bench/rig.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace fastcm::bench {
+
+namespace {
+
+constexpr std::uint32_t kSlack = 4096;       // endpoints and MADs beyond the computed need
+constexpr std::uint32_t kMaxQueue = 1u << 20;  // the engine's and the fabric's queue limit
+// Bytes of EAL heap per pooled MAD: the 384-byte MadRef in a 448-byte mempool element, plus its
+// slot in the pool's ring (rounded up to a power of two), rounded up.
+constexpr std::uint64_t kEalBytesPerMad = 512;
+constexpr std::uint64_t kEalHeadroomMb = 256;  // rings, RCU and what EAL itself takes
+
+std::uint32_t clamp_queue(std::uint64_t want, std::uint32_t floor) {
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(want, floor, kMaxQueue));
+}
+
+// The engines use the tool's EAL as an application-owned one: an engine-owned EAL has a fixed
+// 64 MiB heap (DpdkOwnedConfig's default, which EngineConfig cannot change), about 140,000 pooled
+// MADs for the whole process, while a million established connections keep two MADs per
+// endpoint on each side. The EAL is set up exactly as the engine would (no hugepages, PCI,
+// telemetry or shared config; the caller's CPU affinity restored), with a heap sized for the run.
+std::unique_ptr<shards::DpdkRuntime> start_eal(const RigSizing& sizing) {
+  std::unique_ptr<shards::DpdkRuntime> runtime;
+  shards::DpdkOwnedConfig config;
+  config.memory_mb = sizing.eal_memory_mb;
+  const shards::DpdkStatus status = shards::DpdkRuntime::start_owned(config, &runtime);
+  if (!status.ok()) {
+    throw std::runtime_error("DPDK EAL (" + std::to_string(sizing.eal_memory_mb) +
+                             " MiB heap) failed to start: " + status.message);
+  }
+  return runtime;
+}
+
+// Time-wait is two packet life times plus the peer's CA ACK delay (IBTA 12.9.8.7): with a packet
+// life time of 0 in the paths and an ACK delay of 0 on every port it lasts about 12 us, as on a
+// one-switch fabric, instead of the 268 ms the default ACK delay (16) would add to every
+// --disconnect life cycle.
+loopback::LoopbackConfig fabric_config(const Options& options, const RigSizing& sizing) {
+  auto config = loopback::LoopbackConfig::two_hcas(static_cast<std::uint8_t>(options.ports));
+  for (auto& hca : config.hcas) {
+    for (auto& port : hca.ports) port.ca.local_ca_ack_delay = 0;
+  }
+  config.rx_queue_depth = sizing.rx_queue_depth;
+  config.fault_seed = options.seed;
+  return config;
+}
+
+}  // namespace
+
+RigSizing size_rig(const Options& options) {
+  RigSizing s;
+  const std::uint64_t window = options.window;
+  // Without --disconnect every connection stays: the limit, plus a lane's connection in flight,
+  // plus failed ones passing through time-wait. With it, each lane holds at most one client
+  // endpoint, and the server a few per lane (the one in flight, others in time-wait).
+  const std::uint64_t endpoints =
+      options.disconnect ? 4 * window + kSlack : options.connection_limit() + window + kSlack;
+  s.max_endpoints = static_cast<std::uint32_t>(endpoints);
+  s.shard_inbox = clamp_queue(4 * window, 4096);
+  s.rx_queue_depth = clamp_queue(4 * window, 2048);
+  s.event_queue_capacity = clamp_queue(4 * window, 4096);
+  s.backlog = static_cast<std::uint32_t>(2 * window + 1024);
+  // An endpoint keeps its last sent and last received MAD; add full inboxes, and in poll mode
+  // the MADs that queued events hold.
+  const std::uint64_t mads = 2 * endpoints + std::uint64_t{options.shards} * s.shard_inbox +
+                             (options.mode == DeliveryMode::poll ? s.event_queue_capacity : 0) +
+                             kSlack;
+  s.mad_buffers = static_cast<std::uint32_t>(mads);
+  s.eal_memory_mb = static_cast<std::uint32_t>(
+      (2 * (mads + 2 * kSlack) * kEalBytesPerMad + (1u << 20) - 1) / (1u << 20) +
+      kEalHeadroomMb);
+  return s;
+}
+
+Rig::Rig(const Options& options, const RigSizing& sizing)
+    : options_(options),
+      sizing_(sizing),
+      runtime_(start_eal(sizing)),
+      config_(fabric_config(options, sizing)),
+      fabric_(config_, clock_) {
+  if (options.loss_pct > 0 || options.dup_pct > 0 || options.reorder_pct > 0) {
+    loopback::FaultRule rule;
+    rule.loss_pct = options.loss_pct;
+    rule.dup_pct = options.dup_pct;
+    rule.reorder_pct = options.reorder_pct;
+    fabric_.set_fault(rule);
+  }
+}
+
+Rig::~Rig() {
+  client_.reset();
+  server_.reset();
+}
+
+void Rig::create_engines() {
+  EngineConfig config;
+  config.shards = options_.shards;
+  config.threading = Threading::workers;
+  config.eal = EalOwner::application;
+  config.shard_inbox = sizing_.shard_inbox;
+  config.max_endpoints = sizing_.max_endpoints;
+  config.mad_buffers = sizing_.mad_buffers;
+  server_ = Engine::create(fabric_.hca(0), clock_, config);
+  if (!server_) throw std::runtime_error("the server engine could not be created");
+  client_ = Engine::create(fabric_.hca(1), clock_, config);
+  if (!client_) throw std::runtime_error("the client engine could not be created");
+}
+
+Path Rig::path(std::uint32_t port) const {
+  return loopback::path_record(config_.hcas[1].ports[port], config_.hcas[0].ports[port], 0);
+}
+
+EngineTotals Rig::totals(const Engine& engine, bool server) const {
+  EngineTotals t;
+  std::vector<PortCounters> ports(config_.hcas[0].ports.size() + 1);  // index 0 unused
+  const auto add_ports = [&](std::uint64_t* reqs) {
+    for (std::size_t p = 1; p < ports.size(); ++p) {
+      const PortCounters& c = ports[p];
+      for (const MessageCounters& m : c.messages) {
+        t.mads_sent += m.sent;
+        t.retries += m.retried;
+        t.duplicates += m.duplicate;
+      }
+      for (std::size_t r = 0; r < kDropReasons; ++r) t.drops[r] += c.drops[r];
+      const MessageCounters& req = c.of(CmMessageKind::req);
+      *reqs += server ? req.received : req.sent;
+    }
+  };
+  t.reqs_per_shard.assign(options_.shards, 0);
+  for (std::uint32_t s = 0; s < options_.shards; ++s) {
+    engine.shard_counters(s, ports);
+    add_ports(&t.reqs_per_shard[s]);
+  }
+  return t;
+}
+
+RigCounters Rig::counters() const {
+  RigCounters c;
+  c.server = totals(*server_, true);
+  c.client = totals(*client_, false);
+  for (std::uint16_t h = 0; h < config_.hcas.size(); ++h) {
+    for (std::uint16_t p = 0; p < config_.hcas[h].ports.size(); ++p) {
+      const loopback::PortCounters f = fabric_.counters(loopback::PortRef{h, p});
+      c.fabric_lost += f.dropped_by_fault;
+      c.fabric_duplicated += f.duplicated;
+      c.fabric_delayed += f.delayed;
+      c.fabric_queue_full += f.dropped_queue_full;
+    }
+  }
+  return c;
+}
+
+std::uint64_t Rig::client_dreps_received() const {
+  std::vector<PortCounters> ports(config_.hcas[1].ports.size() + 1);
+  client_->counters(ports);
+  std::uint64_t n = 0;
+  for (std::size_t p = 1; p < ports.size(); ++p) n += ports[p].of(CmMessageKind::drep).received;
+  return n;
+}
+
+std::uint64_t Rig::fabric_drops() const {
+  std::uint64_t n = 0;
+  for (std::uint16_t h = 0; h < config_.hcas.size(); ++h) {
+    for (std::uint16_t p = 0; p < config_.hcas[h].ports.size(); ++p) {
+      const loopback::PortCounters f = fabric_.counters(loopback::PortRef{h, p});
+      n += f.dropped_by_fault + f.dropped_queue_full;
+    }
+  }
+  return n;
+}
+
+bool Rig::drained() const {
+  return server_->mad_buffers_in_use() == 0 && client_->mad_buffers_in_use() == 0 &&
+         fabric_.total_pending() == 0;
+}
+
+}  // namespace fastcm::bench

@@ -1,0 +1,375 @@
+#include "bench/fastcm_bench/storm.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <stdexcept>
+#include <variant>
+
+#include "bench/fastcm_bench/process_stats.h"
+
+namespace fastcm::bench {
+
+namespace {
+
+using SteadyTime = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr std::uint64_t kServiceId = 0x1000'0000'0000'FCB0;
+// Connection i's client QP is kClientQpnBase + i (wrapping far below 2^23, long after the QP's
+// connection is gone); the server's QP for it is the client's with kServerQpnBit set.
+constexpr Qpn kClientQpnBase = 0x100;
+constexpr Qpn kServerQpnBit = 0x80'0000;
+constexpr std::uint64_t kQpnSpan = kServerQpnBit - kClientQpnBase;
+// 4.096 us x 2^20 = 4.3 s before a REQ, REP or DREQ is sent again, rdma_cm's default. Shorter
+// waits turn a stall into a retransmission storm on this 2-core machine: with more engine threads
+// than cores, a thread preempted inside the MAD pool's rte_ring (DPDK's default multi-producer
+// ring) leaves the others spinning on its tail for a time slice, answers then take hundreds of
+// milliseconds, and each retransmission adds load (seen at 2^16 = 268 ms, mostly in teardowns).
+constexpr std::uint8_t kCmResponseTimeout = 20;
+constexpr std::uint8_t kMaxCmRetries = 7;
+
+constexpr auto kTick = 50ms;              // high-water sampling
+constexpr unsigned kTicksPerSample = 5;   // progress samples: every 250 ms
+constexpr auto kStallLimit = 60s;         // no connection settled for this long: give up
+constexpr auto kDrainDeadline = 120s;
+constexpr std::uint64_t kMinTeardownWindow = 1024;
+constexpr std::uint64_t kPaceEvery = 64;  // destroys between two looks at the server's counters
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyTime::now().time_since_epoch())
+          .count());
+}
+
+double seconds_since(SteadyTime::time_point start) {
+  return std::chrono::duration<double>(SteadyTime::now() - start).count();
+}
+
+void ignore_event(const Event&, void*) {}
+
+}  // namespace
+
+Storm::Storm(Rig& rig, const Options& options, const RigSizing& sizing)
+    : rig_(rig),
+      options_(options),
+      sizing_(sizing),
+      limit_(options.connection_limit()),
+      lanes_(std::make_unique<Lane[]>(options.window)),
+      private_data_(options.private_data) {
+  if (!options.disconnect) ids_ = std::make_unique<std::atomic<std::uint64_t>[]>(limit_);
+  for (std::size_t i = 0; i < private_data_.size(); ++i) {
+    private_data_[i] = static_cast<std::uint8_t>(i);
+  }
+  for (std::uint32_t k = 0; k < options.window; ++k) lanes_[k].port = k % options.ports;
+  for (std::uint32_t p = 0; p < options.ports; ++p) {
+    ReqParams req;
+    req.service_id = kServiceId;
+    req.primary = rig.path(p);
+    req.responder_resources = 4;
+    req.initiator_depth = 4;
+    req.remote_cm_response_timeout = kCmResponseTimeout;
+    req.local_cm_response_timeout = kCmResponseTimeout;
+    req.max_cm_retries = kMaxCmRetries;
+    req.private_data = private_data_;
+    req_templates_.push_back(req);
+  }
+  rep_template_.private_data = private_data_;
+}
+
+Storm::~Storm() { stop_polling(); }
+
+void Storm::listen() {
+  if (options_.mode == DeliveryMode::poll) {
+    server_queue_ = rig_.server().create_event_queue(sizing_.event_queue_capacity);
+    client_queue_ = rig_.client().create_event_queue(sizing_.event_queue_capacity);
+    if (server_queue_ == nullptr || client_queue_ == nullptr) {
+      throw std::runtime_error("an event queue could not be created");
+    }
+    server_delivery_ = Delivery{.queue = server_queue_};
+    client_delivery_ = Delivery{.queue = client_queue_};
+  } else {
+    server_delivery_ = Delivery{.handler = &on_server_callback, .handler_context = this};
+    client_delivery_ = Delivery{.handler = &on_client_callback, .handler_context = this};
+  }
+  ListenParams lp;
+  lp.service_id = kServiceId;
+  lp.backlog = sizing_.backlog;
+  lp.backlog_policy = BacklogPolicy::reject;
+  lp.delivery = server_delivery_;
+  if (const Status s = rig_.server().listen(lp, listen_id_); s != Status::ok) {
+    throw std::runtime_error(std::string("listen failed: ") + std::string(to_string(s)));
+  }
+  if (options_.mode == DeliveryMode::poll) {
+    server_poller_ = std::thread([this] { poll_loop(*server_queue_, true); });
+    client_poller_ = std::thread([this] { poll_loop(*client_queue_, false); });
+  }
+}
+
+void Storm::on_server_callback(const Event& event, void* self) {
+  static_cast<Storm*>(self)->on_server(event);
+}
+
+void Storm::on_client_callback(const Event& event, void* self) {
+  static_cast<Storm*>(self)->on_client(event);
+}
+
+void Storm::on_server(const Event& event) {
+  Engine& server = rig_.server();
+  switch (event.type) {
+    case EventType::req_received: {
+      const auto& req = std::get<ReqReceived>(event.params);
+      RepParams rep = rep_template_;
+      rep.qpn = req.remote_qpn | kServerQpnBit;
+      rep.starting_psn = req.starting_psn;
+      rep.responder_resources = req.initiator_depth;
+      rep.initiator_depth = req.responder_resources;
+      if (server.send_rep(event.id, rep) != Status::ok) {
+        tally_.add(Count::server_failed_calls);
+        (void)server.destroy(event.id);
+      }
+      return;
+    }
+    case EventType::rtu_received:
+    case EventType::user_established: tally_.add(Count::server_established); return;
+    // Destroying in dreq_rcvd answers the DREP and leaves through time-wait; the other endings
+    // (no RTU came, the client rejected, time-wait over) just free the endpoint.
+    case EventType::dreq_received:
+    case EventType::rep_error:
+    case EventType::rej_received:
+    case EventType::timewait_exit: (void)server.destroy(event.id); return;
+    default: return;
+  }
+}
+
+void Storm::on_client(const Event& event) {
+  auto* lane = static_cast<Lane*>(event.context);
+  if (lane == nullptr) return;  // every client endpoint is created with its lane as context
+  Engine& client = rig_.client();
+  if (event.id.raw != lane->current.load(std::memory_order_relaxed)) {
+    // An established connection its lane has left behind (without --disconnect): the server gave
+    // up on it (its RTUs were lost) or disconnects it.
+    if (event.type == EventType::rej_received || event.type == EventType::dreq_received) {
+      tally_.add(Count::lost_after_established);
+      (void)client.destroy(event.id);
+    }
+    return;
+  }
+  switch (event.type) {
+    case EventType::rep_received:
+      latency_.record(now_ns() - lane->req_sent_ns.load(std::memory_order_relaxed));
+      if (client.send_rtu(event.id, {}) != Status::ok) {
+        tally_.add(Count::failed_calls);
+        (void)client.destroy(event.id);
+        break;
+      }
+      tally_.add(Count::established);
+      if (!options_.disconnect) break;
+      lane->disconnecting.store(true, std::memory_order_relaxed);
+      if (client.send_dreq(event.id, {}) == Status::ok) return;  // the DREP and time-wait follow
+      tally_.add(Count::failed_calls);
+      (void)client.destroy(event.id);
+      break;
+    case EventType::rej_received:
+      tally_.add(lane->disconnecting.load(std::memory_order_relaxed) ? Count::lost_after_established
+                                                                      : Count::rejected);
+      (void)client.destroy(event.id);
+      break;
+    case EventType::req_error:
+      tally_.add(Count::timed_out);
+      (void)client.destroy(event.id);
+      break;
+    case EventType::timewait_exit:
+      tally_.add(Count::disconnected);
+      (void)client.destroy(event.id);
+      break;
+    case EventType::dreq_received:  // the server disconnected first (it never does here)
+      tally_.add(Count::lost_after_established);
+      (void)client.destroy(event.id);
+      break;
+    case EventType::dreq_error:  // the DREQ went unanswered: time-wait follows all the same
+      tally_.add(Count::disconnect_timeouts);
+      return;
+    default: return;  // mra_received; drep_received (time-wait follows)
+  }
+  connect_next(*lane);
+}
+
+void Storm::connect_next(Lane& lane) {
+  Engine& client = rig_.client();
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const std::uint64_t conn = next_conn_.fetch_add(1, std::memory_order_relaxed);
+    if (conn >= limit_) break;
+    tally_.add(Count::attempted);
+    Id id;
+    if (client.create_id(client_delivery_, &lane, id) != Status::ok) {
+      tally_.add(Count::failed_calls);
+      continue;
+    }
+    lane.current.store(id.raw, std::memory_order_relaxed);
+    lane.disconnecting.store(false, std::memory_order_relaxed);
+    if (ids_) ids_[conn].store(id.raw, std::memory_order_relaxed);
+    ReqParams req = req_templates_[lane.port];
+    req.qpn = kClientQpnBase + static_cast<Qpn>(conn % kQpnSpan);
+    req.starting_psn = static_cast<std::uint32_t>(conn & 0xFF'FFFF);
+    lane.req_sent_ns.store(now_ns(), std::memory_order_relaxed);
+    if (client.send_req(id, req) == Status::ok) return;
+    tally_.add(Count::failed_calls);
+    (void)client.destroy(id);
+  }
+  end_lane();
+}
+
+void Storm::end_lane() {
+  if (lanes_active_.fetch_sub(1, std::memory_order_acq_rel) == 1) finished_.release();
+}
+
+void Storm::poll_loop(EventQueue& queue, bool server) {
+  Engine& engine = server ? rig_.server() : rig_.client();
+  std::array<Event, 64> events;
+  for (;;) {
+    const std::size_t n = engine.poll(queue, events);
+    if (n == 0) {
+      if (stop_polling_.load(std::memory_order_acquire)) return;  // pairs: stop_polling()
+      pollfd fd{.fd = queue.event_fd(), .events = POLLIN, .revents = 0};
+      (void)::poll(&fd, 1, 5);  // wakes when events arrive; the timeout re-checks the stop flag
+      continue;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (server) {
+        on_server(events[i]);
+      } else {
+        on_client(events[i]);
+      }
+      engine.release(events[i]);
+    }
+  }
+}
+
+void Storm::stop_polling() {
+  stop_polling_.store(true, std::memory_order_release);  // pairs: poll_loop's acquire
+  if (server_poller_.joinable()) server_poller_.join();
+  if (client_poller_.joinable()) client_poller_.join();
+}
+
+StormRun Storm::run(Progress& progress) {
+  StormRun r;
+  const auto start = SteadyTime::now();
+  const double cpu_start = process_cpu_seconds();
+  const auto deadline = start + std::chrono::duration_cast<SteadyTime::duration>(
+                                    std::chrono::duration<double>(options_.duration_s));
+  lanes_active_.store(options_.window, std::memory_order_relaxed);
+  for (std::uint32_t k = 0; k < options_.window; ++k) connect_next(lanes_[k]);
+
+  const auto settled = [this] {
+    return tally_.sum(Count::established) + tally_.sum(Count::rejected) +
+           tally_.sum(Count::timed_out) + tally_.sum(Count::failed_calls);
+  };
+  const auto sample = [&] {
+    return ProgressSample{seconds_since(start), tally_.sum(Count::established),
+                          process_cpu_seconds() - cpu_start};
+  };
+  std::uint64_t last_settled = 0;
+  auto last_change = start;
+  for (unsigned tick = 1;; ++tick) {
+    const bool done = finished_.try_acquire_for(kTick);
+    r.server_mads_high = std::max(r.server_mads_high, rig_.server().mad_buffers_in_use());
+    r.client_mads_high = std::max(r.client_mads_high, rig_.client().mad_buffers_in_use());
+    if (server_queue_ != nullptr) {
+      r.server_queue_high = std::max(r.server_queue_high, server_queue_->size());
+      r.client_queue_high = std::max(r.client_queue_high, client_queue_->size());
+    }
+    if (done) break;
+    const auto now = SteadyTime::now();
+    if (options_.duration_s > 0 && now >= deadline) stop_.store(true, std::memory_order_relaxed);
+    if (tick % kTicksPerSample == 0) progress.update(sample(), tally_.sum(Count::attempted));
+    if (const std::uint64_t s = settled(); s != last_settled) {
+      last_settled = s;
+      last_change = now;
+    } else if (now - last_change > kStallLimit) {
+      r.stalled = true;
+      stop_.store(true, std::memory_order_relaxed);
+      break;
+    }
+  }
+  r.wall_s = seconds_since(start);
+  r.cpu_s = process_cpu_seconds() - cpu_start;
+  progress.update(sample(), tally_.sum(Count::attempted));
+  progress.finish();
+  return r;
+}
+
+void Storm::pace_teardown(std::uint64_t destroyed, std::uint64_t window) const {
+  // A DREQ or DREP the fabric dropped is answered only by the DREQ's retransmission, seconds
+  // later: it leaves the window at once. Whatever else goes missing is waited for a second at
+  // most.
+  const auto give_up = SteadyTime::now() + 1s;
+  while (destroyed > rig_.client_dreps_received() + rig_.fabric_drops() + window &&
+         SteadyTime::now() < give_up) {
+    std::this_thread::sleep_for(20us);
+  }
+}
+
+Teardown Storm::tear_down() {
+  Teardown t;
+  const auto start = SteadyTime::now();
+  if (ids_) {
+    Engine& client = rig_.client();
+    const std::uint64_t opened = std::min(next_conn_.load(std::memory_order_relaxed), limit_);
+    const std::uint64_t window = std::max<std::uint64_t>(options_.window, kMinTeardownWindow);
+    // What the pacing counts, as the teardown found it.
+    const std::uint64_t before = rig_.client_dreps_received() + rig_.fabric_drops();
+    for (std::uint64_t conn = 0; conn < opened; ++conn) {
+      const std::uint64_t raw = ids_[conn].load(std::memory_order_relaxed);
+      if (raw == 0 || client.destroy(Id{raw}) != Status::ok) continue;  // failed, or gone
+      if (++t.destroyed % kPaceEvery == 0) pace_teardown(before + t.destroyed, window);
+    }
+  }
+  const auto deadline = SteadyTime::now() + kDrainDeadline;
+  while (!(t.drained = rig_.drained()) && SteadyTime::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  t.wall_s = seconds_since(start);
+  return t;
+}
+
+std::uint64_t Storm::unavailable_endpoints(Engine& engine) const {
+  // Each create_id from outside the engine is a call handed to a shard and waited for; one
+  // thread per shard keeps every shard busy instead of waking one at a time.
+  const std::uint32_t threads = options_.shards;
+  std::vector<std::vector<Id>> ids(threads);
+  std::atomic<std::uint32_t> taken{0};  // relaxed: only caps the total
+  const Delivery delivery{.handler = &ignore_event};
+  std::vector<std::thread> creators;
+  for (std::uint32_t t = 0; t < threads; ++t) {
+    ids[t].reserve(sizing_.max_endpoints / threads + 1);
+    creators.emplace_back([&, t] {
+      Id id;
+      while (taken.fetch_add(1, std::memory_order_relaxed) < sizing_.max_endpoints &&
+             engine.create_id(delivery, nullptr, id) == Status::ok) {
+        ids[t].push_back(id);
+      }
+    });
+  }
+  std::uint64_t created = 0;
+  for (std::uint32_t t = 0; t < threads; ++t) {
+    creators[t].join();
+    created += ids[t].size();
+    for (const Id id : ids[t]) (void)engine.destroy(id);
+  }
+  return sizing_.max_endpoints - created;
+}
+
+LeakCheck Storm::check_leaks() {
+  LeakCheck c;
+  const auto start = SteadyTime::now();
+  c.leaked_mads = std::uint64_t{rig_.server().mad_buffers_in_use()} +
+                  rig_.client().mad_buffers_in_use();
+  c.leaked_ceps = unavailable_endpoints(rig_.server()) + unavailable_endpoints(rig_.client());
+  c.wall_s = seconds_since(start);
+  return c;
+}
+
+}  // namespace fastcm::bench
