@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "bench/fastcm_bench/number_text.h"
 #include "bench/fastcm_bench/options.h"
 #include "bench/fastcm_bench/plot.h"
 #include "bench/fastcm_bench/process_stats.h"
@@ -23,7 +24,7 @@ namespace {
 using namespace fastcm::bench;
 
 std::string plot_title(const Options& o, const Report& r) {
-  return "fastcm-bench: " + std::to_string(r.count(Count::established)) + " connections, " +
+  return "fastcm-bench: " + grouped(r.count(Count::established)) + " connections, " +
          std::to_string(o.ports) + " ports, " + std::to_string(o.shards) + " shards, window " +
          std::to_string(o.window) + ", " + to_string(o.mode) +
          (o.disconnect ? ", --disconnect" : "");
@@ -89,6 +90,11 @@ int main(int argc, char** argv) {
   if (!options->plot_path.empty() && !gnuplot_available()) {
     std::cerr << "fastcm-bench: --plot needs gnuplot, which is not on PATH "
                  "(install it with: apt-get install gnuplot-nox)\n";
+    return 2;
+  }
+  if (!options->plot_path.empty() && !plot_path_writable(options->plot_path)) {
+    std::cerr << "fastcm-bench: --plot: cannot write " << options->plot_path
+              << " (no such folder, or not writable)\n";
     return 2;
   }
   try {

@@ -24,6 +24,13 @@ struct Options {
   double dup_pct = 0;
   double reorder_pct = 0;
   std::uint64_t seed = 1;
+  // CM response timeout exponent of every REQ (4.096 us x 2^t): how long before a REQ, REP or
+  // DREQ is sent again. 20 (4.3 s) is rdma_cm's default. Much shorter waits turn a stall into a
+  // retransmission storm on a machine with fewer cores than engine threads: a thread preempted
+  // inside the MAD pool's rte_ring (DPDK's multi-producer ring) leaves the others spinning on
+  // its tail for a time slice, answers then take hundreds of milliseconds, and every
+  // retransmission adds load (seen at 16, 268 ms, in teardowns of a million connections).
+  std::uint32_t cm_timeout = 20;
   bool json = false;
   std::string plot_path;  // empty: no plot
 

@@ -48,9 +48,9 @@ std::string script(const std::string& svg_path, const std::string& title,
   s << "EOD\n";
   s << "set multiplot layout 1,2 title " << quoted(title) << "\n"
     << "set grid\nunset key\nset format y '%.0s%c'\n"
-    << "set title 'Connections established per second (250 ms intervals)'\n"
+    << "set title 'Connections established per second (250 ms samples)'\n"
     << "set xlabel 'time since the first REQ (s)'\nset ylabel 'connections/s'\n"
-    << "set yrange [0:*]\n"
+    << "set xrange [0:*]\nset yrange [0:*]\n"
     << "plot $rate using 1:2 with steps linewidth 2 linecolor rgb '#1f77b4'\n"
     << "set title 'Handshake latency CDF (REQ sent to REP received)'\n"
     << "set xlabel 'latency (us)'\nset ylabel 'fraction of connections'\n"
@@ -71,6 +71,12 @@ bool gnuplot_available() {
     if (::access(candidate.c_str(), X_OK) == 0) return true;
   }
   return false;
+}
+
+bool plot_path_writable(const std::string& svg_path) {
+  const std::size_t slash = svg_path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : svg_path.substr(0, slash + 1);
+  return ::access(folder.c_str(), W_OK | X_OK) == 0;
 }
 
 std::string draw_plot(const std::string& svg_path, const std::string& title,

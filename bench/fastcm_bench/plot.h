@@ -13,6 +13,9 @@ namespace fastcm::bench {
 // Whether an executable `gnuplot` is on PATH. Thread contract: any thread.
 [[nodiscard]] bool gnuplot_available();
 
+// Whether the SVG can be created at `svg_path`: its folder exists and is writable. Any thread.
+[[nodiscard]] bool plot_path_writable(const std::string& svg_path);
+
 // Writes the plot to `svg_path`. Returns an empty string on success, else what failed (gnuplot
 // missing or failing, the script not writable). Thread contract: any thread; spawns and waits
 // for one child process.

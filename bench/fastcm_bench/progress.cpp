@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <limits>
+#include <string>
+
+#include "bench/fastcm_bench/number_text.h"
 
 namespace fastcm::bench {
 
@@ -15,10 +18,8 @@ void Progress::update(const ProgressSample& sample, std::uint64_t attempted) {
   if (!live_) return;
   const double rate = sample.t_s > 0 ? static_cast<double>(sample.established) / sample.t_s : 0;
   const double cores = sample.t_s > 0 ? sample.cpu_s / sample.t_s : 0;
-  char goal[64] = "";
-  if (limit_ != std::numeric_limits<std::uint64_t>::max()) {
-    std::snprintf(goal, sizeof goal, " of %llu", static_cast<unsigned long long>(limit_));
-  }
+  const std::string goal =
+      limit_ != std::numeric_limits<std::uint64_t>::max() ? " of " + grouped(limit_) : "";
   char clock[64];
   if (duration_s_ > 0) {
     std::snprintf(clock, sizeof clock, "%.1f / %.0f s", sample.t_s, duration_s_);
@@ -26,9 +27,9 @@ void Progress::update(const ProgressSample& sample, std::uint64_t attempted) {
     std::snprintf(clock, sizeof clock, "%.1f s", sample.t_s);
   }
   // \r and "erase to end of line": the line is rewritten in place.
-  std::fprintf(stderr, "\r\033[K  %llu%s established (%llu started)  %.0f/s  %.2f cores  %s",
-               static_cast<unsigned long long>(sample.established), goal,
-               static_cast<unsigned long long>(attempted), rate, cores, clock);
+  std::fprintf(stderr, "\r\033[K  %s%s established (%s started)  %s/s  %.2f cores  %s",
+               grouped(sample.established).c_str(), goal.c_str(), grouped(attempted).c_str(),
+               grouped(rate).c_str(), cores, clock);
   std::fflush(stderr);
 }
 

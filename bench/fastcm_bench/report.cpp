@@ -4,22 +4,11 @@
 #include <limits>
 #include <string>
 
+#include "bench/fastcm_bench/number_text.h"
+
 namespace fastcm::bench {
 
 namespace {
-
-// 1234567 as "1,234,567".
-std::string grouped(std::uint64_t n) {
-  const std::string digits = std::to_string(n);
-  std::string text;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) text.push_back(',');
-    text.push_back(digits[i]);
-  }
-  return text;
-}
-
-std::string grouped(double x) { return grouped(static_cast<std::uint64_t>(x + 0.5)); }
 
 std::string printf_string(const char* format, double value) {
   char buf[64];
@@ -219,7 +208,7 @@ void print_table(std::ostream& out, const Report& r) {
                          printf_string(" (create_id of every endpoint again: %.2f s)",
                                        r.leaks.wall_s));
   row("leaked MADs", grouped(r.leaks.leaked_mads));
-  if (r.run.stalled) out << "  STALLED: no connection settled for 60 s; the storm was cut short\n";
+  if (r.run.stalled) out << "  STALLED: no connection settled for a long time; the storm was cut short\n";
 }
 
 nlohmann::json to_json(const Report& r) {

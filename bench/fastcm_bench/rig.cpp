@@ -58,8 +58,18 @@ RigSizing size_rig(const Options& options) {
   // Without --disconnect every connection stays: the limit, plus a lane's connection in flight,
   // plus failed ones passing through time-wait. With it, each lane holds at most one client
   // endpoint, and the server a few per lane (the one in flight, others in time-wait).
-  const std::uint64_t endpoints =
+  std::uint64_t endpoints =
       options.disconnect ? 4 * window + kSlack : options.connection_limit() + window + kSlack;
+  if (!options.disconnect) {
+    // A lane stays on the client shard that made its first endpoint (created round-robin from
+    // the main thread), and each shard's table holds 2 x max_endpoints / shards slots
+    // (shards/sharded_engine.cpp): with fewer lanes than shards, or an uneven split, one shard
+    // needs more than an even share.
+    const std::uint64_t lanes_per_shard = (window + options.shards - 1) / options.shards;
+    const std::uint64_t per_lane = (options.connection_limit() + window - 1) / window;
+    const std::uint64_t shard_need = lanes_per_shard * per_lane + kSlack;
+    endpoints = std::max(endpoints, std::uint64_t{options.shards} * ((shard_need + 1) / 2));
+  }
   s.max_endpoints = static_cast<std::uint32_t>(endpoints);
   s.shard_inbox = clamp_queue(4 * window, 4096);
   s.rx_queue_depth = clamp_queue(4 * window, 2048);

@@ -23,20 +23,17 @@ constexpr std::uint64_t kServiceId = 0x1000'0000'0000'FCB0;
 constexpr Qpn kClientQpnBase = 0x100;
 constexpr Qpn kServerQpnBit = 0x80'0000;
 constexpr std::uint64_t kQpnSpan = kServerQpnBit - kClientQpnBase;
-// 4.096 us x 2^20 = 4.3 s before a REQ, REP or DREQ is sent again, rdma_cm's default. Shorter
-// waits turn a stall into a retransmission storm on this 2-core machine: with more engine threads
-// than cores, a thread preempted inside the MAD pool's rte_ring (DPDK's default multi-producer
-// ring) leaves the others spinning on its tail for a time slice, answers then take hundreds of
-// milliseconds, and each retransmission adds load (seen at 2^16 = 268 ms, mostly in teardowns).
-constexpr std::uint8_t kCmResponseTimeout = 20;
 constexpr std::uint8_t kMaxCmRetries = 7;
 
 constexpr auto kTick = 50ms;              // high-water sampling
-constexpr unsigned kTicksPerSample = 5;   // progress samples: every 250 ms
-constexpr auto kStallLimit = 60s;         // no connection settled for this long: give up
+constexpr auto kSampleEvery = 250ms;      // progress samples
+// No connection settled for this long: the storm gave up. The teardown waits for its last DREQs
+// (8 sends at most) this long. Both at least 10 retransmission waits.
+constexpr auto kStallLimit = 60s;
 constexpr auto kDrainDeadline = 120s;
+constexpr unsigned kRetryWaits = 10;
 constexpr std::uint64_t kMinTeardownWindow = 1024;
-constexpr std::uint64_t kPaceEvery = 64;  // destroys between two looks at the server's counters
+constexpr std::uint64_t kPaceEvery = 64;  // destroys between two looks at the client's counters
 
 std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(
@@ -49,6 +46,12 @@ double seconds_since(SteadyTime::time_point start) {
 }
 
 void ignore_event(const Event&, void*) {}
+
+// kRetryWaits retransmission waits of CM response timeout `exponent`, but at least `floor`.
+SteadyTime::duration retry_bound(std::uint32_t exponent, SteadyTime::duration floor) {
+  const std::chrono::nanoseconds wait(std::uint64_t{4096} << exponent);
+  return std::max(floor, std::chrono::duration_cast<SteadyTime::duration>(kRetryWaits * wait));
+}
 
 }  // namespace
 
@@ -63,15 +66,18 @@ Storm::Storm(Rig& rig, const Options& options, const RigSizing& sizing)
   for (std::size_t i = 0; i < private_data_.size(); ++i) {
     private_data_[i] = static_cast<std::uint8_t>(i);
   }
-  for (std::uint32_t k = 0; k < options.window; ++k) lanes_[k].port = k % options.ports;
+  for (std::uint32_t k = 0; k < options.window; ++k) {
+    lanes_[k].port = k % options.ports;
+    lanes_[k].next.store(k, std::memory_order_relaxed);
+  }
   for (std::uint32_t p = 0; p < options.ports; ++p) {
     ReqParams req;
     req.service_id = kServiceId;
     req.primary = rig.path(p);
     req.responder_resources = 4;
     req.initiator_depth = 4;
-    req.remote_cm_response_timeout = kCmResponseTimeout;
-    req.local_cm_response_timeout = kCmResponseTimeout;
+    req.remote_cm_response_timeout = static_cast<std::uint8_t>(options.cm_timeout);
+    req.local_cm_response_timeout = static_cast<std::uint8_t>(options.cm_timeout);
     req.max_cm_retries = kMaxCmRetries;
     req.private_data = private_data_;
     req_templates_.push_back(req);
@@ -200,8 +206,9 @@ void Storm::on_client(const Event& event) {
 void Storm::connect_next(Lane& lane) {
   Engine& client = rig_.client();
   while (!stop_.load(std::memory_order_relaxed)) {
-    const std::uint64_t conn = next_conn_.fetch_add(1, std::memory_order_relaxed);
+    const std::uint64_t conn = lane.next.load(std::memory_order_relaxed);
     if (conn >= limit_) break;
+    lane.next.store(conn + options_.window, std::memory_order_relaxed);
     tally_.add(Count::attempted);
     Id id;
     if (client.create_id(client_delivery_, &lane, id) != Status::ok) {
@@ -273,7 +280,8 @@ StormRun Storm::run(Progress& progress) {
   };
   std::uint64_t last_settled = 0;
   auto last_change = start;
-  for (unsigned tick = 1;; ++tick) {
+  auto next_sample = start + kSampleEvery;
+  for (;;) {
     const bool done = finished_.try_acquire_for(kTick);
     r.server_mads_high = std::max(r.server_mads_high, rig_.server().mad_buffers_in_use());
     r.client_mads_high = std::max(r.client_mads_high, rig_.client().mad_buffers_in_use());
@@ -284,11 +292,14 @@ StormRun Storm::run(Progress& progress) {
     if (done) break;
     const auto now = SteadyTime::now();
     if (options_.duration_s > 0 && now >= deadline) stop_.store(true, std::memory_order_relaxed);
-    if (tick % kTicksPerSample == 0) progress.update(sample(), tally_.sum(Count::attempted));
+    if (now >= next_sample) {
+      progress.update(sample(), tally_.sum(Count::attempted));
+      next_sample = now + kSampleEvery;
+    }
     if (const std::uint64_t s = settled(); s != last_settled) {
       last_settled = s;
       last_change = now;
-    } else if (now - last_change > kStallLimit) {
+    } else if (now - last_change > retry_bound(options_.cm_timeout, kStallLimit)) {
       r.stalled = true;
       stop_.store(true, std::memory_order_relaxed);
       break;
@@ -317,17 +328,16 @@ Teardown Storm::tear_down() {
   const auto start = SteadyTime::now();
   if (ids_) {
     Engine& client = rig_.client();
-    const std::uint64_t opened = std::min(next_conn_.load(std::memory_order_relaxed), limit_);
     const std::uint64_t window = std::max<std::uint64_t>(options_.window, kMinTeardownWindow);
     // What the pacing counts, as the teardown found it.
     const std::uint64_t before = rig_.client_dreps_received() + rig_.fabric_drops();
-    for (std::uint64_t conn = 0; conn < opened; ++conn) {
+    for (std::uint64_t conn = 0; conn < limit_; ++conn) {
       const std::uint64_t raw = ids_[conn].load(std::memory_order_relaxed);
       if (raw == 0 || client.destroy(Id{raw}) != Status::ok) continue;  // failed, or gone
       if (++t.destroyed % kPaceEvery == 0) pace_teardown(before + t.destroyed, window);
     }
   }
-  const auto deadline = SteadyTime::now() + kDrainDeadline;
+  const auto deadline = SteadyTime::now() + retry_bound(options_.cm_timeout, kDrainDeadline);
   while (!(t.drained = rig_.drained()) && SteadyTime::now() < deadline) {
     std::this_thread::sleep_for(1ms);
   }

@@ -5,7 +5,10 @@
 // and the lane starts its next connection (with --disconnect it first sends a DREQ and waits for
 // the DREP and time-wait, then destroys the endpoint). The next connection is started by the
 // thread that handled the event: in callback mode inline on the client shard's thread (so a
-// lane stays on one shard), in poll mode on the client's poll thread. The server answers every
+// lane stays on one shard), in poll mode on the client's poll thread. Lane k runs connections
+// k, k + W, k + 2W, ...: every lane has the same share, so no client shard collects more than
+// its lanes' share of the connections that stay open (the engine's per-shard tables are
+// bounded; see size_rig()). The server answers every
 // REQ with a REP at once and destroys its endpoint on the DREQ.
 //
 // Nothing is allocated per connection: lanes, the Id of every connection that stays open, the
@@ -32,7 +35,7 @@ namespace fastcm::bench {
 struct StormRun {
   double wall_s = 0;
   double cpu_s = 0;
-  bool stalled = false;  // no connection settled for a minute: the run gave up waiting
+  bool stalled = false;  // no connection settled for a long while (storm.cpp): the run gave up
   // High-water marks sampled every 50 ms: pooled MADs taken, and (poll mode) events queued.
   std::uint32_t server_mads_high = 0;
   std::uint32_t client_mads_high = 0;
@@ -89,6 +92,7 @@ class Storm {
   // not see.
   struct alignas(64) Lane {
     std::uint32_t port = 0;                      // client and server port index
+    std::atomic<std::uint64_t> next{0};          // the lane's next connection number
     std::atomic<std::uint64_t> current{0};       // Id::raw of the lane's endpoint
     std::atomic<std::uint64_t> req_sent_ns{0};   // steady clock
     std::atomic<bool> disconnecting{false};      // --disconnect: DREQ sent
@@ -127,7 +131,6 @@ class Storm {
   EventQueue* client_queue_ = nullptr;
   Id listen_id_;
 
-  std::atomic<std::uint64_t> next_conn_{0};  // relaxed: only claims connection numbers
   std::atomic<bool> stop_{false};            // --duration is up (or the storm stalled)
   // Lanes still running. acq_rel: the last lane's decrement carries every lane's work to the
   // release of `finished_`, whose acquire in run() then sees it all.
