@@ -121,6 +121,8 @@ class Storm {
   LatencyHistogram latency_;
   std::unique_ptr<Lane[]> lanes_;
   // Without --disconnect: connection i's client Id (raw), for the teardown; 0 if never created.
+  // Relaxed: the teardown reads them after run(), whose acquire of `finished_` follows every
+  // lane's last write (see lanes_active_).
   std::unique_ptr<std::atomic<std::uint64_t>[]> ids_;
   std::vector<std::uint8_t> private_data_;
   std::vector<ReqParams> req_templates_;  // per port
@@ -131,7 +133,9 @@ class Storm {
   EventQueue* client_queue_ = nullptr;
   Id listen_id_;
 
-  std::atomic<bool> stop_{false};            // --duration is up (or the storm stalled)
+  // --duration is up (or the storm stalled). Relaxed: it publishes nothing; lanes that see it
+  // late start one more connection each.
+  std::atomic<bool> stop_{false};
   // Lanes still running. acq_rel: the last lane's decrement carries every lane's work to the
   // release of `finished_`, whose acquire in run() then sees it all.
   std::atomic<std::uint32_t> lanes_active_{0};
