@@ -89,11 +89,7 @@ struct Rig {
     server = Engine::create(fabric.hca(0), clock, engine_config());
     client = Engine::create(fabric.hca(1), clock, engine_config());
     if (!server || !client) return;
-    ListenParams lp;
-    lp.service_id = kServiceId;
-    lp.backlog = kConnections;
-    lp.delivery = Delivery{.handler = &on_server_event, .handler_context = this};
-    listening = server->listen(lp, listen_id) == Status::ok;
+    listening = server->listen(storm_listen(kConnections, &on_server_event, this), listen_id) == Status::ok;
   }
 
   static EngineConfig engine_config() {

@@ -159,11 +159,7 @@ struct Rig {
     if (!server || !client) return;
     storm.server = server.get();
     storm.client = client.get();
-    ListenParams lp;
-    lp.service_id = kServiceId;
-    lp.backlog = kConnections;
-    lp.delivery = Delivery{.handler = &on_server_event, .handler_context = &storm};
-    listening = server->listen(lp, listen_id) == Status::ok;
+    listening = server->listen(storm_listen(kConnections, &on_server_event, &storm), listen_id) == Status::ok;
     storm.reqs.resize(kConnections);
     for (std::uint32_t i = 0; i < kConnections; ++i) storm.reqs[i] = storm_req(config, i % ports, i);
     storm.client_ids.resize(kConnections);

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "fabric/loopback/loopback_config.h"
+#include "fastcm/engine.h"
 #include "fastcm/event.h"
 #include "fastcm/params.h"
 
@@ -40,6 +41,15 @@ inline constexpr Qpn kServerQpnBit = 0x800000;  // the server's QP for it: the c
   p.local_cm_response_timeout = 20;
   p.max_cm_retries = 3;
   return p;
+}
+
+// The storm's listen: every port, room for `backlog` unanswered REQs, events to `handler(ctx)`.
+[[nodiscard]] inline ListenParams storm_listen(std::uint32_t backlog, EventHandler handler, void* ctx) {
+  ListenParams lp;
+  lp.service_id = kServiceId;
+  lp.backlog = backlog;
+  lp.delivery = Delivery{.handler = handler, .handler_context = ctx};
+  return lp;
 }
 
 // The server's acceptance of `req`: its own QP, resources crosswise.
