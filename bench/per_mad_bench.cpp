@@ -31,9 +31,9 @@
 //   ns_per_mad     the inverse: CPU time of the timed phases per wire MAD
 //   <phase>_ns     CPU time of that phase per connection (= per MAD it handles), timed phases only
 // Instruction counts: each phase is a function named phase_<name>, so callgrind can collect just
-// them (see the README's benchmark section): valgrind --tool=callgrind --collect-atstart=no
-// '--toggle-collect=*phase_*' fastcm_bench_per_mad --benchmark_filter=... --benchmark_min_time=0
-// runs one iteration of each selected instance; calls of phase_connect count the iterations.
+// them: valgrind --tool=callgrind --collect-atstart=no '--toggle-collect=*phase_*'
+// fastcm_bench_per_mad --benchmark_filter=... --benchmark_min_time=0 runs one iteration of each
+// selected instance; the calls of phase_connect (callgrind_annotate --tree=caller) count them.
 #include <benchmark/benchmark.h>
 #include <time.h>
 
@@ -232,14 +232,18 @@ void on_client_event(const Event& e, void* ctx) {
   }
 }
 
-// Room for one iteration's endpoints twice over and every MAD they can hold.
+// Room for one iteration's endpoints twice over and every MAD they can hold, with the same MAD
+// pool at every shard count: without an lcore cache (caller mode) rte_mempool hands buffers out in
+// ring order, so the whole pool is the working set, and a pool grown with the shards (4 shards'
+// 12288 buffers against 6144) cost ~30 % more CPU per MAD at one shard too: that is pool size, not
+// sharding. progress() posts at most one poller burst (32 MADs) to a shard per round.
 EngineConfig caller_config(std::uint32_t shards) {
   EngineConfig config;
   config.shards = shards;
   config.threading = Threading::caller;
-  config.shard_inbox = 2 * kConnections;
+  config.shard_inbox = kConnections / 4;
   config.max_endpoints = 2 * kConnections;
-  config.mad_buffers = 4 * kConnections + shards * config.shard_inbox;
+  config.mad_buffers = 5 * kConnections;
   return config;
 }
 
