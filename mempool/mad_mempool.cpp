@@ -19,6 +19,11 @@ void construct_buf(rte_mempool* /*pool*/, void* /*arg*/, void* obj, unsigned /*i
   new (obj) engine::MadBuf{};
 }
 
+// The mempool_ring driver's ops for each sharing mode (see PoolSharing).
+const char* ring_ops(PoolSharing sharing) noexcept {
+  return sharing == PoolSharing::threads ? "ring_mt_rts" : "ring_sp_sc";
+}
+
 shards::DpdkStatus error(shards::DpdkErrc code, std::string message) {
   return shards::DpdkStatus{code, std::move(message)};
 }
@@ -41,28 +46,63 @@ shards::DpdkStatus MadMempool::create(const shards::DpdkRuntime& /*runtime*/,
     return error(DpdkErrc::invalid_argument,
                  "cache_size must be at most 512 and at most capacity / 1.5");
   }
-  // Flags 0: multi-producer/multi-consumer "ring_mp_mc" ops (the mempool_ring driver, which the
-  // shared-library EAL loads from its PMD directory).
-  rte_mempool* pool = rte_mempool_create(config.name.c_str(), config.capacity,
-                                         sizeof(engine::MadBuf), config.cache_size, 0, nullptr,
-                                         nullptr, construct_buf, nullptr, SOCKET_ID_ANY, 0);
+  const bool shared = config.sharing == PoolSharing::threads;
+  // rte_mempool_create picks its ring ops from the flags only (classic MP/MC at best); the ring
+  // sync mode needs the empty-create, set-ops, populate sequence. One thread at a time gets no
+  // per-lcore caches: its callers may be unregistered or change, so it owns one cache instead.
+  rte_mempool* pool = rte_mempool_create_empty(config.name.c_str(), config.capacity,
+                                               sizeof(engine::MadBuf),
+                                               shared ? config.cache_size : 0, 0, SOCKET_ID_ANY, 0);
   if (pool == nullptr) {
     return error(DpdkErrc::pool_create_failed,
-                 "rte_mempool_create(" + config.name + "): " + rte_strerror(rte_errno));
+                 "rte_mempool_create_empty(" + config.name + "): " + rte_strerror(rte_errno));
   }
-  out->reset(new (std::nothrow) MadMempool(pool, config.capacity));
+  const char* ops = ring_ops(config.sharing);
+  if (const int rc = rte_mempool_set_ops_byname(pool, ops, nullptr); rc != 0) {
+    rte_mempool_free(pool);
+    return error(DpdkErrc::pool_create_failed, std::string("rte_mempool_set_ops_byname(") + ops +
+                                                   "): " + rte_strerror(-rc));
+  }
+  // Populates every element or fails (no partial pool): the capacity is exact.
+  if (const int rc = rte_mempool_populate_default(pool); rc < 0) {
+    rte_mempool_free(pool);
+    return error(DpdkErrc::pool_create_failed,
+                 "rte_mempool_populate_default(" + config.name + "): " + rte_strerror(-rc));
+  }
+  rte_mempool_obj_iter(pool, construct_buf, nullptr);
+  rte_mempool_cache* cache = nullptr;
+  if (!shared && config.cache_size > 0) {
+    cache = rte_mempool_cache_create(config.cache_size, SOCKET_ID_ANY);
+    if (cache == nullptr) {
+      rte_mempool_free(pool);
+      return error(DpdkErrc::pool_create_failed,
+                   "rte_mempool_cache_create(" + config.name + "): " + rte_strerror(rte_errno));
+    }
+  }
+  out->reset(new (std::nothrow) MadMempool(pool, cache, config.capacity));
   if (*out == nullptr) {
+    rte_mempool_cache_free(cache);
     rte_mempool_free(pool);
     return error(DpdkErrc::pool_create_failed, "out of memory for the MadMempool object");
   }
   return {};
 }
 
-MadMempool::~MadMempool() { rte_mempool_free(pool_); }
+MadMempool::~MadMempool() {
+  if (owned_cache_ != nullptr) {
+    rte_mempool_cache_flush(owned_cache_, pool_);
+    rte_mempool_cache_free(owned_cache_);
+  }
+  rte_mempool_free(pool_);
+}
+
+rte_mempool_cache* MadMempool::cache() const noexcept {
+  return owned_cache_ != nullptr ? owned_cache_ : rte_mempool_default_cache(pool_, rte_lcore_id());
+}
 
 engine::MadBuf* MadMempool::get() noexcept {
   void* obj = nullptr;
-  if (rte_mempool_get(pool_, &obj) != 0) return nullptr;
+  if (rte_mempool_generic_get(pool_, &obj, 1, cache()) != 0) return nullptr;
   auto* buf = static_cast<engine::MadBuf*>(obj);
   // Pairs with the acq_rel decrement of engine::release() that gave the buffer back, so the
   // previous owner's accesses happen-before ours in the C++ model itself, not only through the
@@ -72,8 +112,15 @@ engine::MadBuf* MadMempool::get() noexcept {
   return buf;
 }
 
-std::uint32_t MadMempool::in_use() const noexcept { return rte_mempool_in_use_count(pool_); }
+std::uint32_t MadMempool::in_use() const noexcept {
+  // rte_mempool_in_use_count counts the per-lcore caches as available, not an owned one.
+  const std::uint32_t parked = owned_cache_ != nullptr ? owned_cache_->len : 0;
+  return rte_mempool_in_use_count(pool_) - parked;
+}
 
-void MadMempool::put(engine::MadBuf* buf) noexcept { rte_mempool_put(pool_, buf); }
+void MadMempool::put(engine::MadBuf* buf) noexcept {
+  void* obj = buf;
+  rte_mempool_generic_put(pool_, &obj, 1, cache());
+}
 
 }  // namespace fastcm::mempool

@@ -1,11 +1,12 @@
 // A MadPool on a DPDK rte_mempool, shared by the sharded engine's threads.
 //
-// Every thread may get and put at once; a thread registered with DpdkRuntime::register_thread()
-// gets a per-lcore cache (no shared-ring access for most operations), an unregistered one goes
-// straight to the pool's ring. The pool holds a fixed number of buffers allocated once at
-// creation; exhaustion returns null and never allocates. Buffers parked in one lcore's cache are
-// not reachable from other lcores, so size `capacity` for the working set plus up to 1.5 x
-// cache_size per registered lcore.
+// With PoolSharing::threads every thread may get and put at once; a thread registered with
+// DpdkRuntime::register_thread() gets a per-lcore cache (no shared-ring access for most
+// operations), an unregistered one goes straight to the pool's ring. The pool holds a fixed
+// number of buffers allocated once at creation; exhaustion returns null and never allocates.
+// Buffers parked in one lcore's cache are not reachable from other lcores, so size `capacity` for
+// the working set plus up to 1.5 x cache_size per registered lcore that gets or puts
+// (PoolSharing::one_at_a_time: plus 1.5 x cache_size once, for the pool's own cache).
 #pragma once
 
 #include <cstdint>
@@ -16,21 +17,41 @@
 #include "shards/dpdk_runtime.h"
 
 struct rte_mempool;
+struct rte_mempool_cache;
 
 namespace fastcm::mempool {
+
+// Who gets and puts, which picks the pool ring's sync mode (DPDK's mempool_ring driver).
+enum class PoolSharing : std::uint8_t {
+  // Any threads at once (Threading::workers): "ring_mt_rts", relaxed tail sync. On the classic
+  // MP/MC ring each put (get) waits until every earlier one has moved the tail, in order, so a
+  // thread preempted inside its put stalls every other put for a time slice; on oversubscribed
+  // cores that turned mass frees into CM retransmission storms. With RTS nobody waits for an
+  // earlier thread: the last one inside moves the tail (a put waits only while the threads inside
+  // hold more than 1/8 of the ring), so a preempted thread delays the visibility of its own
+  // buffers, not the others' calls. HTS admits one thread at a time: preemption stalls everyone.
+  threads,
+  // One thread at a time, each hand-over ordered by the caller (Threading::caller, where the
+  // application serializes every engine call): "ring_sp_sc", no atomic read-modify-write, and one
+  // cache of cache_size owned by the pool (not per lcore: the caller may be an unregistered
+  // thread, or a different thread from call to call), so get and put are array operations.
+  one_at_a_time,
+};
 
 struct MadMempoolConfig {
   std::string name;               // unique among the process's rte_mempools, < 26 characters
   std::uint32_t capacity = 8191;  // buffers; 2^n - 1 uses the ring best
   std::uint32_t cache_size = 64;  // per-lcore cache, 0 .. 512 and at most capacity / 1.5
+  PoolSharing sharing = PoolSharing::threads;
 };
 
 class MadMempool final : public engine::MadPool {
  public:
-  // Creates the pool in EAL memory with the default multi-producer/multi-consumer ring ops.
-  // Thread: any thread. Ownership: `*out` owns the pool; `runtime` must outlive it.
-  // Errors: invalid_argument for a bad capacity, cache size or name length; pool_create_failed
-  // when rte_mempool_create fails (name taken, EAL memory exhausted), with rte_errno's text.
+  // Creates the pool in EAL memory with the ring ops `config.sharing` names, every buffer
+  // allocated and constructed. Thread: any thread. Ownership: `*out` owns the pool; `runtime`
+  // must outlive it. Errors: invalid_argument for a bad capacity, cache size or name length;
+  // pool_create_failed when DPDK refuses (name taken, EAL memory exhausted, ring ops not
+  // registered: an application EAL without the mempool_ring driver), with DPDK's error text.
   [[nodiscard]] static shards::DpdkStatus create(const shards::DpdkRuntime& runtime,
                                                  const MadMempoolConfig& config,
                                                  std::unique_ptr<MadMempool>* out) noexcept;
@@ -38,21 +59,27 @@ class MadMempool final : public engine::MadPool {
   // Frees the pool. Every buffer must have been returned and no thread may use it any more.
   ~MadMempool() override;
 
-  // A buffer with one reference, or null when every buffer is out. Thread: any.
+  // A buffer with one reference, or null when every buffer is out. Thread: any (one at a time
+  // with PoolSharing::one_at_a_time), and so for releasing a buffer.
   [[nodiscard]] engine::MadBuf* get() noexcept override;
   // Buffers handed out and not yet returned, from rte_mempool_in_use_count: exact while no get or
   // put runs, a snapshot otherwise (it sums the lcore caches without stopping their owners). An
   // exact shared counter would put one contended atomic on every get and put of every shard.
+  // Thread: any; with PoolSharing::one_at_a_time, in turn with get and put (it reads the owned
+  // cache's length).
   [[nodiscard]] std::uint32_t in_use() const noexcept override;
 
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
 
  private:
-  MadMempool(rte_mempool* pool, std::uint32_t capacity) noexcept
-      : pool_(pool), capacity_(capacity) {}
+  MadMempool(rte_mempool* pool, rte_mempool_cache* owned_cache, std::uint32_t capacity) noexcept
+      : pool_(pool), owned_cache_(owned_cache), capacity_(capacity) {}
   void put(engine::MadBuf* buf) noexcept override;
+  // The owned cache, else the calling lcore's (null for an unregistered thread or cache_size 0).
+  [[nodiscard]] rte_mempool_cache* cache() const noexcept;
 
   rte_mempool* pool_;
+  rte_mempool_cache* owned_cache_;  // PoolSharing::one_at_a_time with a cache, else null
   std::uint32_t capacity_;
 };
 

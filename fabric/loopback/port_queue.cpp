@@ -13,7 +13,6 @@
 
 namespace fastcm::loopback {
 namespace {
-constexpr std::size_t kBurst = 32;  // ring entries moved per dequeue
 constexpr std::align_val_t kRingAlign{64};
 }  // namespace
 
@@ -56,7 +55,7 @@ PortQueue::Slot* PortQueue::try_acquire() noexcept {
   void* obj = nullptr;
   if (rte_ring_dequeue(free_, &obj) != 0) return nullptr;
   auto* slot = static_cast<Slot*>(obj);
-  // Acquire partner: the release in hand_out(), so the consumer's last reads of this slot
+  // Acquire partner: the release in copy_out(), so the consumer's last reads of this slot
   // happen-before the caller's writes.
   [[maybe_unused]] const std::uint64_t state = slot->state.load(std::memory_order_acquire);
   assert(state == kFree);
@@ -112,21 +111,41 @@ void PortQueue::hold(Slot* slot, std::uint64_t deliver_at_ns) noexcept {
   std::push_heap(held_.begin(), held_.end(), later);
 }
 
-void PortQueue::hand_out(Slot* slot, MadPacket* buf) noexcept {
-  *buf = slot->pkt;
+void PortQueue::copy_out(Slot* slot, MadPacket* buf) noexcept {
+  // Member by member: the address block's padding stays uncopied and both copies inline (a
+  // whole-struct copy went through a memcpy call).
+  buf->addr = slot->pkt.addr;
+  buf->mad = slot->pkt.mad;
   slot->state.store(kFree, std::memory_order_release);  // acquire partner: try_acquire()
-  rte_ring_enqueue(free_, slot);  // cannot fail: the ring has room for every slot
+}
+
+void PortQueue::Freed::add(Slot* slot) noexcept {
+  slots[count++] = slot;
+  if (count == kBurst) flush();
+}
+
+void PortQueue::Freed::flush() noexcept {
+  // Cannot fail: the ring has room for every slot there is.
+  if (count > 0) rte_ring_enqueue_bulk(ring, slots.data(), count, nullptr);
+  count = 0;
 }
 
 std::size_t PortQueue::receive(std::span<MadPacket* const> bufs, const Clock& clock) noexcept {
   std::size_t n = 0;
   std::optional<std::uint64_t> now;
   const auto now_ns = [&] { return now ? *now : *(now = clock.now_ns()); };
+  // Copied-out slots go back to the senders a burst at a time (one ring operation, not one per
+  // MAD), at the latest when this call returns.
+  Freed freed(free_);
+  const auto hand_out = [&](Slot* slot) {
+    copy_out(slot, bufs[n++]);
+    freed.add(slot);
+  };
   while (n < bufs.size() && !held_.empty() && held_.front().deliver_at_ns <= now_ns()) {
     std::pop_heap(held_.begin(), held_.end(), later);
     Slot* slot = held_.back().slot;
     held_.pop_back();
-    hand_out(slot, bufs[n++]);
+    hand_out(slot);
   }
   void* objs[kBurst];
   while (n < bufs.size()) {
@@ -136,13 +155,14 @@ std::size_t PortQueue::receive(std::span<MadPacket* const> bufs, const Clock& cl
       auto* slot = static_cast<Slot*>(objs[i]);
       const std::uint64_t at = slot->state.load(std::memory_order_acquire);  // partner: publish()
       if (at == kDue || at <= now_ns()) {
-        hand_out(slot, bufs[n++]);
+        hand_out(slot);
       } else {
         hold(slot, at);
       }
     }
     if (got < want) break;
   }
+  freed.flush();
   return n;
 }
 

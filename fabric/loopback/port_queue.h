@@ -3,6 +3,7 @@
 // wake-up eventfd of an idle consumer.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -84,6 +85,16 @@ class PortQueue {
     void operator()(void* p) const noexcept;
   };
   using RingMemory = std::unique_ptr<void, RingMemoryDeleter>;
+  static constexpr std::size_t kBurst = 32;  // ring entries moved per ring operation
+  // Slots the consumer has copied out, not yet back in the free ring.
+  struct Freed {
+    explicit Freed(rte_ring* free_ring) noexcept : ring(free_ring) {}
+    void add(Slot* slot) noexcept;  // flushes when kBurst are waiting
+    void flush() noexcept;
+    rte_ring* ring;
+    std::array<void*, kBurst> slots;  // [0, count) filled; left unset: an empty poll writes none
+    unsigned count = 0;
+  };
   struct Held {
     std::uint64_t deliver_at_ns;
     std::uint64_t arrival;  // tie-break: earlier arrival first
@@ -94,7 +105,8 @@ class PortQueue {
                              std::uint32_t count, unsigned flags);
 
   void hold(Slot* slot, std::uint64_t deliver_at_ns) noexcept;
-  void hand_out(Slot* slot, MadPacket* buf) noexcept;
+  // Copies the MAD into `buf` and marks the slot free; the caller returns it to the free ring.
+  static void copy_out(Slot* slot, MadPacket* buf) noexcept;
 
   enum : std::uint32_t { kIdle, kArmed, kSignalled };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <rte_lcore.h>
+#include <rte_mempool.h>
 #include <sched.h>
 
 #include <barrier>
@@ -21,6 +22,7 @@ namespace {
 using fastcm::engine::MadBuf;
 using fastcm::mempool::MadMempool;
 using fastcm::mempool::MadMempoolConfig;
+using fastcm::mempool::PoolSharing;
 using fastcm::shards::DpdkErrc;
 using fastcm::shards::DpdkRuntime;
 
@@ -42,9 +44,10 @@ void capture(void* ctx, std::string_view text) {
 }
 
 std::unique_ptr<MadMempool> make_pool(const std::string& name, std::uint32_t capacity,
-                                      std::uint32_t cache_size) {
+                                      std::uint32_t cache_size,
+                                      PoolSharing sharing = PoolSharing::threads) {
   std::unique_ptr<MadMempool> pool;
-  const auto status = MadMempool::create(*g_runtime, {name, capacity, cache_size}, &pool);
+  const auto status = MadMempool::create(*g_runtime, {name, capacity, cache_size, sharing}, &pool);
   EXPECT_TRUE(status.ok()) << status.message;
   return pool;
 }
@@ -119,6 +122,42 @@ TEST(MadMempool, GetPutExhaustionAndInUse) {
   EXPECT_EQ(again->refs.load(), 1U);
   fastcm::engine::release(*pool, again);
   EXPECT_EQ(pool->in_use(), 0U);
+}
+
+// The owned cache of a one-thread-at-a-time pool is reachable by every get: the whole capacity
+// can be taken, and buffers parked in the cache do not count as in use.
+TEST(MadMempool, OneAtATimePoolReachesEveryBufferThroughItsOwnCache) {
+  constexpr std::uint32_t kCapacity = 63;
+  auto pool = make_pool("one_at_a_time", kCapacity, 32, PoolSharing::one_at_a_time);
+  ASSERT_NE(pool, nullptr);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<MadBuf*> bufs;
+    for (std::uint32_t i = 0; i < kCapacity; ++i) {
+      MadBuf* buf = pool->get();
+      ASSERT_NE(buf, nullptr) << "round " << round << " buffer " << i;
+      EXPECT_EQ(buf->refs.load(), 1U);
+      bufs.push_back(buf);
+    }
+    EXPECT_EQ(pool->get(), nullptr);
+    EXPECT_EQ(pool->in_use(), kCapacity);
+    for (MadBuf* buf : bufs) fastcm::engine::release(*pool, buf);
+    EXPECT_EQ(pool->in_use(), 0U) << "round " << round;
+  }
+}
+
+// Threads share a relaxed-tail-sync ring (no thread waits for a preempted one); one thread at a
+// time needs no atomic read-modify-write.
+TEST(MadMempool, SharingPicksTheRingSyncMode) {
+  auto shared = make_pool("sync_threads", 127, 32, PoolSharing::threads);
+  auto alone = make_pool("sync_alone", 127, 32, PoolSharing::one_at_a_time);
+  ASSERT_NE(shared, nullptr);
+  ASSERT_NE(alone, nullptr);
+  const auto ops_of = [](const char* name) {
+    const rte_mempool* mp = rte_mempool_lookup(name);
+    return mp == nullptr ? std::string() : std::string(rte_mempool_get_ops(mp->ops_index)->name);
+  };
+  EXPECT_EQ(ops_of("sync_threads"), "ring_mt_rts");
+  EXPECT_EQ(ops_of("sync_alone"), "ring_sp_sc");
 }
 
 TEST(MadMempool, LastReleaseReturnsTheBuffer) {

@@ -222,6 +222,30 @@ TEST(LoopbackDelivery, AFullQueueDropsAndCountsThenRecovers) {
   EXPECT_EQ(h.fabric.total_pending(), 0u);
 }
 
+// A receive hands the slots it copied out back to the senders in batches: every one of them, the
+// last partial batch included, is free again when recv_burst returns.
+TEST(LoopbackDelivery, EverySlotAReceiveCopiedOutIsFreeWhenItReturns) {
+  LoopbackConfig cfg = LoopbackConfig::two_hcas(1);
+  cfg.rx_queue_depth = 70;
+  Harness h(cfg);
+  send_tagged(h.client(), 0, to_lid(17), 0, 70);
+  std::vector<MadPacket> bufs(45);
+  std::vector<MadPacket*> ptrs;
+  for (MadPacket& b : bufs) ptrs.push_back(&b);
+  ASSERT_EQ(h.server().recv_burst(0, ptrs), 45u);
+  for (std::uint32_t i = 0; i < 45; ++i) EXPECT_EQ(tag_of(bufs[i]), i);
+  EXPECT_EQ(h.fabric.pending(kServer0), 25u);
+  send_tagged(h.client(), 0, to_lid(17), 100, 45);
+  EXPECT_EQ(h.fabric.counters(kServer0).dropped_queue_full, 0u);
+  send_one(h.client(), 0, make_mad(to_lid(17), 200));  // the queue is full again
+  EXPECT_EQ(h.fabric.counters(kServer0).dropped_queue_full, 1u);
+  std::vector<std::uint32_t> expected;
+  for (std::uint32_t t = 45; t < 70; ++t) expected.push_back(t);
+  for (std::uint32_t t = 100; t < 145; ++t) expected.push_back(t);
+  EXPECT_EQ(tags(drain(h.server(), 0)), expected);
+  EXPECT_EQ(h.fabric.total_pending(), 0u);
+}
+
 TEST(LoopbackDelivery, NextDeliveryIsNowForUndelayedMadsAndEmptyWhenIdle) {
   Harness h;
   h.clock.set(1000);
