@@ -81,8 +81,13 @@ struct Cep {
   MadAddress peer;                       // where our CM MADs go (the peer's CM on QP1)
   std::uint64_t transaction_id = 0;
   std::uint64_t retry_timeout_ns = 0;    // wait for the answer to `sent` before resending it
-  MadBuf* sent = nullptr;                // last MAD sent, for retransmission and duplicates
-  MadBuf* received = nullptr;            // last MAD received (its private data stays readable)
+  // The last MAD sent, for retransmission and duplicates, and the last received (its private data
+  // stays readable). Once established, an endpoint lets go of those it no longer needs
+  // (Protocol::settle_established), so a million connections hold no MAD buffers.
+  MadBuf* sent = nullptr;
+  MadBuf* received = nullptr;
+  // The private data length of the last received MAD, when it was all zeros and let go.
+  std::uint8_t received_zeros = 0;
   CepTimerNode timer;
 
   // ---- application -----------------------------------------------------------------------------

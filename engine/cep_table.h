@@ -1,8 +1,12 @@
 // One shard's connection endpoints: a fixed array of CEP slots, a FIFO of free slots, and lookup
 // by wire communication ID or by API Id with generation checks.
 //
-// Free slots are reused in FIFO order so a slot rests as long as possible between two owners: the
-// CID's short generation then tells stale MADs from current ones over the longest window.
+// Slots are handed out in FIFO order so a slot rests as long as possible between two owners: the
+// CID's short generation then tells stale MADs from current ones over the longest window. Never-used
+// slots come first (they have rested longest), in index order, then freed slots in the order they
+// were freed. Never-used slots are constructed on first use, in memory the kernel maps on first
+// touch (demand_zero_array.h): the table's resident size follows its high-water mark, not its
+// capacity, which is sized with slack for uneven hashing across shards.
 // Thread contract: the owning shard's thread only, except the attachment words (attached,
 // try_detach), which any thread may read and claim. Bounded: nothing allocates after construction.
 //
@@ -19,39 +23,45 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
+#include <cstddef>
+#include <new>
 
 #include "engine/cep.h"
 #include "engine/cid.h"
+#include "engine/demand_zero_array.h"
 #include "fastcm/id.h"
 
 namespace fastcm::engine {
 
 class CepTable {
  public:
-  // `capacity` ≤ layout.max_slots(). Allocates all slots at once.
+  // `capacity` ≤ layout.max_slots(). Reserves address space for every slot; throws std::bad_alloc
+  // when it cannot.
   CepTable(std::uint32_t capacity, std::uint32_t shard, CidLayout layout)
-      : ceps_(std::make_unique<Cep[]>(capacity)),
-        free_fifo_(std::make_unique<std::uint32_t[]>(capacity)),
-        attached_(std::make_unique<std::atomic<std::uint32_t>[]>(capacity)),
-        capacity_(capacity),
-        free_count_(capacity),
-        shard_(shard),
-        layout_(layout) {
-    for (std::uint32_t i = 0; i < capacity; ++i) {
-      ceps_[i].slot = i;
-      ceps_[i].timer.slot = i;
-      free_fifo_[i] = i;
-    }
+      : slots_(capacity), free_fifo_(capacity), attached_(capacity), capacity_(capacity), shard_(shard), layout_(layout) {}
+
+  ~CepTable() {
+    for (std::uint32_t s = 0; s < constructed_; ++s) at(s).~Cep();
   }
+  CepTable(const CepTable&) = delete;
+  CepTable& operator=(const CepTable&) = delete;
 
   // A fresh idle endpoint with a new local comm ID, or null when every slot is taken.
   [[nodiscard]] Cep* allocate() noexcept {
-    if (free_count_ == 0) return nullptr;
-    const std::uint32_t slot = free_fifo_[free_head_];
-    free_head_ = next(free_head_);
-    --free_count_;
-    Cep& cep = ceps_[slot];
+    std::uint32_t slot;
+    if (constructed_ < capacity_) {
+      slot = constructed_++;
+      Cep* fresh = new (&slots_[slot]) Cep{};
+      fresh->slot = slot;
+      fresh->timer.slot = slot;
+    } else if (free_count_ != 0) {
+      slot = free_fifo_[free_head_];
+      free_head_ = next(free_head_);
+      --free_count_;
+    } else {
+      return nullptr;
+    }
+    Cep& cep = at(slot);
     cep.live = true;
     cep.local_comm_id = layout_.encode({shard_, slot, cep.generation});
     return &cep;
@@ -63,8 +73,8 @@ class CepTable {
     const std::uint32_t slot = cep.slot;
     // A slot whose remote detach is still on its way stays out of the free FIFO (parked) until
     // complete_remote_detach(); otherwise the word is already 0 or becomes 0 here.
-    const bool park = (attached_[slot].load(std::memory_order_acquire) & kDetachPending) != 0;
-    if (!park) attached_[slot].store(0, std::memory_order_relaxed);
+    const bool park = (word(slot).load(std::memory_order_acquire) & kDetachPending) != 0;
+    if (!park) word(slot).store(0, std::memory_order_relaxed);
     const std::uint32_t generation = next_generation(cep.generation);
     cep.~Cep();
     new (&cep) Cep{};
@@ -79,8 +89,8 @@ class CepTable {
   // whose generation moved on).
   [[nodiscard]] Cep* find_by_comm_id(std::uint32_t comm_id) noexcept {
     const CidParts parts = layout_.decode(comm_id);
-    if (parts.shard != shard_ || parts.slot >= capacity_) return nullptr;
-    Cep& cep = ceps_[parts.slot];
+    if (parts.shard != shard_ || parts.slot >= constructed_) return nullptr;
+    Cep& cep = at(parts.slot);
     return cep.live && cep.local_comm_id == comm_id ? &cep : nullptr;
   }
 
@@ -100,18 +110,18 @@ class CepTable {
   void attach(const Cep& cep) noexcept {
     // Release: pairs with the acquire loads in attached() and try_detach() of other threads, which
     // then see the endpoint as fully set up by the shard.
-    attached_[cep.slot].store(cep.generation, std::memory_order_release);
+    word(cep.slot).store(cep.generation, std::memory_order_release);
   }
   // Whether the application still holds the endpoint. The owning shard's thread.
   [[nodiscard]] bool attached(const Cep& cep) const noexcept {
     // Acquire: pairs with a claim's CAS on another thread.
-    return (attached_[cep.slot].load(std::memory_order_acquire) & ~kInCallback) == cep.generation;
+    return (word(cep.slot).load(std::memory_order_acquire) & ~kInCallback) == cep.generation;
   }
   // Whether `id` names an endpoint the application still holds. Any thread; a snapshot.
   [[nodiscard]] bool attached(Id id) const noexcept {
     const CidParts parts = layout_.decode(id.comm_id());
     return parts.shard == shard_ && parts.slot < capacity_ && id.generation() != 0 &&
-           (attached_[parts.slot].load(std::memory_order_acquire) & ~kInCallback) == id.generation();  // pairs: attach()
+           (word(parts.slot).load(std::memory_order_acquire) & ~kInCallback) == id.generation();  // pairs: attach()
   }
   // Starts a callback of the attached endpoint: false, starting nothing, once it was detached. The
   // owning shard's thread; not nested for one endpoint (the caller tracks its own nesting).
@@ -119,13 +129,13 @@ class CepTable {
     std::uint32_t expected = cep.generation;
     // acq_rel: ordered with every claim in the word's modification order; a claim that came first
     // makes this fail, one that comes later sees kInCallback and keeps it.
-    return attached_[cep.slot].compare_exchange_strong(expected, cep.generation | kInCallback,
-                                                       std::memory_order_acq_rel);
+    return word(cep.slot).compare_exchange_strong(expected, cep.generation | kInCallback,
+                                                  std::memory_order_acq_rel);
   }
   // Ends the callback started by enter_callback on `slot` (whatever became of the endpoint since).
   void leave_callback(std::uint32_t slot) noexcept {
     // Release: the callback's effects before any claim that follows (partner: claim's acq_rel).
-    attached_[slot].fetch_and(~kInCallback, std::memory_order_release);
+    word(slot).fetch_and(~kInCallback, std::memory_order_release);
   }
   // Takes the endpoint from the application: true for exactly one caller per attach. The endpoint
   // stays live (its protocol side is finished by the caller). The owning shard's thread.
@@ -140,18 +150,21 @@ class CepTable {
   Cep* complete_remote_detach(Id id) noexcept {
     Cep* cep = find(id);
     const std::uint32_t slot = layout_.decode(id.comm_id()).slot;
-    attached_[slot].store(0, std::memory_order_relaxed);  // only the shard writes a pending word
-    if (ceps_[slot].parked) {
-      ceps_[slot].parked = false;
+    word(slot).store(0, std::memory_order_relaxed);  // only the shard writes a pending word
+    if (at(slot).parked) {
+      at(slot).parked = false;
       push_free(slot);
     }
     return cep;
   }
 
-  [[nodiscard]] Cep& at(std::uint32_t slot) noexcept { return ceps_[slot]; }
+  // A slot handed out at least once (slot < high_water()).
+  [[nodiscard]] Cep& at(std::uint32_t slot) noexcept { return *std::launder(reinterpret_cast<Cep*>(&slots_[slot])); }
+  // Slots [0, high_water()) have been handed out at least once; the others were never touched.
+  [[nodiscard]] std::uint32_t high_water() const noexcept { return constructed_; }
   [[nodiscard]] static Id id_of(const Cep& cep) noexcept { return Id::make(cep.local_comm_id, cep.generation); }
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
-  [[nodiscard]] std::uint32_t in_use() const noexcept { return capacity_ - free_count_; }
+  [[nodiscard]] std::uint32_t in_use() const noexcept { return constructed_ - free_count_; }
 
  private:
   static constexpr std::uint32_t kDetachPending = 1u << 31;  // generations stay below 2^30
@@ -162,7 +175,7 @@ class CepTable {
   [[nodiscard]] bool claim(Id id, std::uint32_t claimed) noexcept {
     const CidParts parts = layout_.decode(id.comm_id());
     if (parts.shard != shard_ || parts.slot >= capacity_ || id.generation() == 0) return false;
-    std::atomic<std::uint32_t>& word = attached_[parts.slot];
+    std::atomic_ref<std::uint32_t> word = this->word(parts.slot);
     std::uint32_t seen = word.load(std::memory_order_acquire);  // pairs: attach(), leave_callback()
     do {
       if ((seen & ~kInCallback) != id.generation()) return false;
@@ -187,12 +200,22 @@ class CepTable {
     return g;
   }
 
-  std::unique_ptr<Cep[]> ceps_;
-  std::unique_ptr<std::uint32_t[]> free_fifo_;
-  std::unique_ptr<std::atomic<std::uint32_t>[]> attached_;  // per slot: generation while attached, else 0
+  // Per slot: the generation while attached, else 0 (so a never-used slot reads as detached). Only
+  // ever accessed atomically, through word().
+  [[nodiscard]] std::atomic_ref<std::uint32_t> word(std::uint32_t slot) const noexcept {
+    return std::atomic_ref<std::uint32_t>(attached_[slot]);
+  }
+
+  struct CepStorage {
+    alignas(Cep) std::byte bytes[sizeof(Cep)];
+  };
+  DemandZeroArray<CepStorage> slots_;
+  DemandZeroArray<std::uint32_t> free_fifo_;  // freed slots, a ring of free_count_ from free_head_
+  mutable DemandZeroArray<std::uint32_t> attached_;
   std::uint32_t capacity_;
+  std::uint32_t constructed_ = 0;  // slots [0, constructed_) hold a Cep
   std::uint32_t free_head_ = 0;
-  std::uint32_t free_count_;
+  std::uint32_t free_count_ = 0;
   std::uint32_t shard_;
   CidLayout layout_;
 };

@@ -425,14 +425,10 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
       if (!cep->active) return drop(port_index, DropReason::out_of_state);
       // A retransmitted REP: our RTU (or MRA) was lost; send it again (12.9.8.2).
       ++message_counters(port_index, hdr.attribute_id).duplicate;
-      if (cep->state == CepState::mra_rep_sent || sent_attr(*cep) == mad::AttrId::rtu) {
+      if (cep->state == CepState::mra_rep_sent) {
         resend(*cep);
       } else if (cep->state == CepState::established) {
-        // A LAP or APR has replaced the RTU as the last MAD sent: send a fresh RTU.
-        mad::Rtu rtu;
-        rtu.local_comm_id = cep->local_comm_id;
-        rtu.remote_comm_id = cep->remote_comm_id;
-        send_reply(cep->peer, cep->transaction_id, rtu);
+        resend_rtu(*cep);
       } else {
         drop(port_index, DropReason::duplicate);  // rep_rcvd: the application has it
       }
@@ -505,6 +501,7 @@ Status Protocol::send_rtu(Id id, std::span<const std::uint8_t> private_data) noe
   if (!send_and_keep(*cep, rtu)) return Status::no_resources;  // kept: a duplicate REP resends it
   cancel_timer(*cep);
   cep->state = CepState::established;
+  settle_established(*cep);
   return Status::ok;
 }
 
@@ -522,6 +519,7 @@ void Protocol::on_rtu(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rtu& rt
   cancel_timer(*cep);
   cep->state = CepState::established;
   keep_received(*cep, buf);
+  settle_established(*cep);
   Event ev = event_of(EventType::rtu_received);
   emit(*cep, ev, &buf);
 }
@@ -532,6 +530,7 @@ Status Protocol::establish(Id id) noexcept {
   if (cep->state != CepState::rep_sent && cep->state != CepState::mra_rep_rcvd) return Status::invalid_state;
   cancel_timer(*cep);
   cep->state = CepState::established;
+  settle_established(*cep);
   Event ev = event_of(EventType::user_established);
   emit(*cep, ev, nullptr);
   return Status::ok;

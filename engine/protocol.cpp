@@ -2,6 +2,7 @@
 #include "engine/protocol.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "engine/mad/codec.h"
@@ -52,7 +53,7 @@ Protocol::Protocol(const ProtocolEnv& env)
       counters_(std::make_unique<PortCounters[]>(env.ports.size())) {}
 
 Protocol::~Protocol() {
-  for (std::uint32_t s = 0; s < table_.capacity(); ++s) {
+  for (std::uint32_t s = 0; s < table_.high_water(); ++s) {
     Cep& cep = table_.at(s);
     if (!cep.live) continue;
     wheel_.cancel(cep.timer);
@@ -233,6 +234,33 @@ void Protocol::resend(Cep& cep) noexcept {
   if (const auto attr = sent_attr(cep)) ++message_counters(cep.peer.port_index, *attr).retried;
 }
 
+void Protocol::resend_rtu(Cep& cep) noexcept {
+  if (sent_attr(cep) == mad::AttrId::rtu) return resend(cep);
+  mad::Rtu rtu;
+  rtu.local_comm_id = cep.local_comm_id;
+  rtu.remote_comm_id = cep.remote_comm_id;
+  if (send_unkept(cep.peer, mad::cm_header(mad::Method::send, mad::AttrId::rtu, cep.transaction_id), rtu)) {
+    ++message_counters(cep.peer.port_index, mad::AttrId::rtu).retried;
+  }
+}
+
+void Protocol::settle_established(Cep& cep) noexcept {
+  const auto zeros = [](const MadBuf& m) {
+    const std::span<const std::uint8_t> data = mad::private_data(mad::ConstMadSpan(m.packet.mad));
+    return std::all_of(data.begin(), data.end(), [](std::uint8_t b) { return b == 0; });
+  };
+  if (cep.sent != nullptr && (!cep.active || zeros(*cep.sent))) {
+    release(env_.pool, cep.sent);
+    cep.sent = nullptr;
+  }
+  if (cep.received != nullptr && zeros(*cep.received)) {
+    cep.received_zeros =
+        static_cast<std::uint8_t>(mad::private_data(mad::ConstMadSpan(cep.received->packet.mad)).size());
+    release(env_.pool, cep.received);
+    cep.received = nullptr;
+  }
+}
+
 void Protocol::count_sent(std::uint16_t port_index, mad::AttrId attr) noexcept {
   ++message_counters(port_index, attr).sent;
 }
@@ -385,8 +413,9 @@ Status Protocol::set_context(Id id, void* context) noexcept {
 Status Protocol::last_private_data(Id id, std::span<const std::uint8_t>& out) const noexcept {
   const Cep* cep = find_user(id);
   if (cep == nullptr) return Status::stale_id;
-  out = {};
-  if (cep->received != nullptr) out = mad::private_data(mad::ConstMadSpan(cep->received->packet.mad));
+  static constexpr std::array<std::uint8_t, kMaxRtuPrivateData> kZeros{};  // the longest private data
+  out = cep->received != nullptr ? mad::private_data(mad::ConstMadSpan(cep->received->packet.mad))
+                                 : std::span<const std::uint8_t>(kZeros).first(cep->received_zeros);
   return Status::ok;
 }
 

@@ -152,10 +152,21 @@ class Protocol {
   void send_reply(const MadAddress& to, std::uint64_t tid, const M& msg) noexcept;
   template <mad::CmMessage M>
   void send_reply(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept;
+  // send_reply's work without the count: whether the MAD went out.
+  template <mad::CmMessage M>
+  bool send_unkept(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept;
   // Whether `buf` repeats `kept` byte for byte (a retransmission; the TID's upper half may differ,
   // see mad::tid_cm_part). False when `kept` is null.
   [[nodiscard]] static bool repeats(const MadBuf* kept, const MadBuf& buf) noexcept;
   void resend(Cep& cep) noexcept;              // cep.sent again (duplicate or retry)
+  // Our RTU again, for a duplicate REP in established: re-encoded when not kept (settle_established
+  // let it go, or a LAP or APR replaced it as the last MAD sent).
+  void resend_rtu(Cep& cep) noexcept;
+  // On entering established: lets go of the MADs the endpoint no longer needs. The passive side
+  // never sends its REP again (a duplicate REQ is ignored now); the active side's RTU is
+  // re-encoded byte for byte unless it carries private data; the received MAD is kept only while
+  // its private data is not all zeros (last_private_data returns the zeros otherwise).
+  void settle_established(Cep& cep) noexcept;
   // The attribute of cep.sent, if any.
   [[nodiscard]] static std::optional<mad::AttrId> sent_attr(const Cep& cep) noexcept;
   void count_sent(std::uint16_t port_index, mad::AttrId attr) noexcept;
@@ -261,12 +272,16 @@ inline void Protocol::send_reply(const MadAddress& to, std::uint64_t tid, const 
 
 template <mad::CmMessage M>
 inline void Protocol::send_reply(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept {
+  if (send_unkept(to, hdr, msg)) count_sent(to.port_index, mad::WireLayout<M>::kAttr);
+}
+
+template <mad::CmMessage M>
+inline bool Protocol::send_unkept(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept {
   MadBuf* buf = new_mad(to);
-  if (buf == nullptr) return;
-  if (mad::encode(hdr, msg, mad::MadSpan(buf->packet.mad)).ok() && env_.outbox.send(*buf)) {
-    count_sent(to.port_index, mad::WireLayout<M>::kAttr);
-  }
+  if (buf == nullptr) return false;
+  const bool sent = mad::encode(hdr, msg, mad::MadSpan(buf->packet.mad)).ok() && env_.outbox.send(*buf);
   release(env_.pool, buf);
+  return sent;
 }
 
 inline bool Protocol::repeats(const MadBuf* kept, const MadBuf& buf) noexcept {

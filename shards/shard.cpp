@@ -51,7 +51,7 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
       inbox_(env.config.shard_inbox + env.endpoints + kControlHeadroom, env.index),
       retired_(env.epoch, 2 * env.endpoints + kControlHeadroom, defer_queue_name(env.index), false),
       snapshot_(env.fabric.ports().size()),
-      pending_destroys_(std::make_unique<PendingDestroy[]>(env.endpoints)),
+      pending_destroys_(env.endpoints),
       mad_credits_(env.config.shard_inbox) {}
 
 Shard::~Shard() {

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "engine/cid.h"
+#include "engine/demand_zero_array.h"
 #include "engine/mad_buf.h"
 #include "engine/outbox.h"
 #include "engine/protocol.h"
@@ -133,7 +134,7 @@ class Shard final : private engine::Outbox {
   ShardInbox inbox_;
   DeferQueue retired_;     // on_destroyed calls waiting for a grace period
   CounterSnapshot snapshot_;
-  std::unique_ptr<PendingDestroy[]> pending_destroys_;  // per slot, written by the detaching thread
+  engine::DemandZeroArray<PendingDestroy> pending_destroys_;  // per slot, written by the detaching thread
   // MADs the inbox may hold: pollers take credits before posting, the shard returns them per
   // batch, so commands and destroys always find room. Relaxed: the ring orders the items.
   std::atomic<std::int64_t> mad_credits_;

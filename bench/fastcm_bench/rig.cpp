@@ -75,9 +75,11 @@ RigSizing size_rig(const Options& options) {
   s.rx_queue_depth = clamp_queue(4 * window, 2048);
   s.event_queue_capacity = clamp_queue(4 * window, 4096);
   s.backlog = static_cast<std::uint32_t>(2 * window + 1024);
-  // An endpoint keeps its last sent and last received MAD; add full inboxes, and in poll mode
-  // the MADs that queued events hold.
-  const std::uint64_t mads = 2 * endpoints + std::uint64_t{options.shards} * s.shard_inbox +
+  // An endpoint keeps its last sent and last received MAD until it is established, and none after
+  // (the storm's REP and RTU carry no private data: Protocol::settle_established); add full
+  // inboxes, and in poll mode the MADs that queued events hold.
+  const std::uint64_t holding = options.disconnect ? endpoints : window + kSlack;
+  const std::uint64_t mads = 2 * holding + std::uint64_t{options.shards} * s.shard_inbox +
                              (options.mode == DeliveryMode::poll ? s.event_queue_capacity : 0) +
                              kSlack;
   s.mad_buffers = static_cast<std::uint32_t>(mads);

@@ -1,4 +1,8 @@
 // Connection establishment: REQ, REP, RTU, and what each side ends up with.
+#include <algorithm>
+#include <cstdint>
+#include <span>
+
 #include "tests/conformance/scenario.h"
 
 namespace fastcm::test {
@@ -46,6 +50,38 @@ TEST_F(Connect, PrivateDataTravelsAndStaysReadable) {
   ASSERT_EQ(client().engine().last_private_data(id, last), Status::ok);
   ASSERT_EQ(last.size(), fastcm::kMaxRepPrivateData);
   EXPECT_TRUE(std::equal(server_private_data_.begin(), server_private_data_.end(), last.begin()));
+}
+
+TEST_F(Connect, EstablishedEndpointsKeepOnlyMadsWithPrivateData) {
+  const Id id = connect();
+  cluster_.run_for(Cluster::kSecond);
+  ASSERT_EQ(state_of(server(), server_id_), "established");
+
+  // The client keeps the REP: its private data is readable. The server keeps neither its REP
+  // (never sent again once established) nor the RTU, whose private data was all zeros.
+  EXPECT_EQ(client().engine().mad_buffers_in_use(), 1u);
+  EXPECT_EQ(server().engine().mad_buffers_in_use(), 0u);
+  std::span<const std::uint8_t> last;
+  ASSERT_EQ(server().engine().last_private_data(server_id_, last), Status::ok);
+  EXPECT_EQ(last.size(), fastcm::kMaxRtuPrivateData);
+  EXPECT_TRUE(std::all_of(last.begin(), last.end(), [](std::uint8_t b) { return b == 0; }));
+  ASSERT_EQ(client().engine().last_private_data(id, last), Status::ok);
+  EXPECT_EQ(last.size(), fastcm::kMaxRepPrivateData);
+}
+
+TEST_F(Connect, ZeroPrivateDataLeavesNoMadsHeld) {
+  server_private_data_ = {};
+  const Id id = connect();
+  cluster_.run_for(Cluster::kSecond);
+  ASSERT_EQ(state_of(client(), id), "established");
+
+  EXPECT_EQ(client().engine().mad_buffers_in_use(), 0u);
+  EXPECT_EQ(server().engine().mad_buffers_in_use(), 0u);
+  // The REP's private data reads back as what it was: as long as a REP's, all zeros.
+  std::span<const std::uint8_t> last;
+  ASSERT_EQ(client().engine().last_private_data(id, last), Status::ok);
+  EXPECT_EQ(last.size(), fastcm::kMaxRepPrivateData);
+  EXPECT_TRUE(std::all_of(last.begin(), last.end(), [](std::uint8_t b) { return b == 0; }));
 }
 
 TEST_F(Connect, NegotiatedParametersAreCrosswise) {

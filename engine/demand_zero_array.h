@@ -1,0 +1,50 @@
+// A fixed-size array whose elements start as zero bytes, in anonymous memory the kernel maps on
+// first touch. Per-slot arrays are sized for a shard's whole endpoint table (with slack for uneven
+// hashing), but a storm of N connections writes only the slots it uses: with these arrays the
+// engine's resident memory follows the endpoints in use, not the configured capacity.
+//
+// Only for element types whose all-zero bytes are a valid initial value: trivially copyable and
+// destructible types (so implicit-lifetime: the mapping creates them), whose zero bytes read as 0,
+// false and null on every platform DPDK supports. Raw storage for objects constructed later is an
+// array of such a type too (see CepTable). Reading an
+// untouched element maps the shared zero page and costs no memory.
+// Thread contract: as for a plain array; the array itself is immutable after construction.
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <new>
+#include <type_traits>
+
+namespace fastcm::engine {
+
+template <typename T>
+  requires std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>
+class DemandZeroArray {
+ public:
+  // Throws std::bad_alloc when the address space cannot be reserved.
+  explicit DemandZeroArray(std::size_t size) : size_(size), bytes_(size * sizeof(T)) {
+    if (bytes_ == 0) return;
+    // mmap, not calloc: calloc clears memory it recycles from the heap, touching every page.
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<T*>(p);  // mmap implicitly creates the (implicit-lifetime) elements
+  }
+  ~DemandZeroArray() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  DemandZeroArray(const DemandZeroArray&) = delete;
+  DemandZeroArray& operator=(const DemandZeroArray&) = delete;
+
+  [[nodiscard]] T& operator[](std::size_t i) noexcept { return data_[i]; }
+  [[nodiscard]] const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+ private:
+  std::size_t size_;
+  std::size_t bytes_;
+  T* data_ = nullptr;
+};
+
+}  // namespace fastcm::engine
