@@ -1,10 +1,12 @@
 // Private data and additional information from the API into wire messages: the length check every
-// send command makes, and the copy into the message's fixed-size field (the rest stays zero).
+// send command makes, the copy into the message's fixed-size field (the rest stays zero), and the
+// all-zeros test that decides whether an established endpoint must keep a MAD for its bytes.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 namespace fastcm::engine {
@@ -17,6 +19,21 @@ template <std::size_t N>
 template <std::size_t N>
 constexpr void copy_into(std::array<std::uint8_t, N>& to, std::span<const std::uint8_t> from) noexcept {
   std::copy_n(from.begin(), std::min(N, from.size()), to.begin());
+}
+
+// Whether every byte is zero. OR-reduces eight bytes at a time without an early exit: private data
+// is up to 224 bytes and almost always all zeros, and a byte loop with an early exit (std::all_of)
+// cost ~1,900 instructions per connection.
+[[nodiscard]] inline bool all_zero(std::span<const std::uint8_t> bytes) noexcept {
+  std::uint64_t any = 0;
+  std::size_t i = 0;
+  for (; i + sizeof any <= bytes.size(); i += sizeof any) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, bytes.data() + i, sizeof word);
+    any |= word;
+  }
+  for (; i < bytes.size(); ++i) any |= bytes[i];
+  return any == 0;
 }
 
 }  // namespace fastcm::engine

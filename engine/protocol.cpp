@@ -246,8 +246,7 @@ void Protocol::resend_rtu(Cep& cep) noexcept {
 
 void Protocol::settle_established(Cep& cep) noexcept {
   const auto zeros = [](const MadBuf& m) {
-    const std::span<const std::uint8_t> data = mad::private_data(mad::ConstMadSpan(m.packet.mad));
-    return std::all_of(data.begin(), data.end(), [](std::uint8_t b) { return b == 0; });
+    return all_zero(mad::private_data(mad::ConstMadSpan(m.packet.mad)));
   };
   if (cep.sent != nullptr && (!cep.active || zeros(*cep.sent))) {
     release(env_.pool, cep.sent);

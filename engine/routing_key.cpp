@@ -5,12 +5,12 @@
 namespace fastcm::engine {
 
 RoutingKey routing_key(mad::ConstMadSpan bytes, const MadAddress& from) noexcept {
-  mad::MadHeader hdr;
-  if (!mad::decode_header(bytes, hdr).ok()) return {};
+  // Only the attribute is read: the owning shard validates the whole header (and drops what fails)
+  // anyway, so checking it here too would cost a second header decode per MAD.
   const auto ours = [](std::uint32_t comm_id) {
     return RoutingKey{.kind = RoutingKey::Kind::local_comm_id, .comm_id = comm_id};
   };
-  switch (hdr.attribute_id) {
+  switch (mad::peek<&mad::MadHeader::attribute_id>(bytes)) {
     case mad::AttrId::req:
       return {.kind = RoutingKey::Kind::remote_qp,
               .id = mad::peek<&mad::Req::local_qpn>(bytes),

@@ -3,8 +3,9 @@
 // or the remote key of a request that names none of ours.
 //
 // The concurrency layer turns a key into a shard and never looks at message layouts itself. The
-// key is only a hint: the owning shard decodes and validates the whole MAD and counts anything
-// malformed, so a MAD whose header is bad is simply keyed `any`.
+// key is only a hint: the owning shard decodes and validates the whole MAD, header included, and
+// counts anything malformed. So only the attribute ID is read here: a MAD naming no CM attribute is
+// `unrouted`, any other is keyed by its attribute's fields even when the rest of its header is bad.
 #pragma once
 
 #include <cstdint>

@@ -103,10 +103,24 @@ constexpr void visit_header_fields(H& header, Visitor&& v) {
   MadHeaderLayout::visit(header, {}, 0, v);
 }
 
-// One field of message M read from a MAD's CM data without validation.
+namespace detail {
+// Where a peeked member's class lives on the wire: the common header, or a message's CM data.
+template <typename C>
+struct PeekLayout {
+  using Fields = typename WireLayout<C>::Fields;
+  static constexpr std::size_t kOffset = kMadHeaderSize;
+};
+template <>
+struct PeekLayout<MadHeader> {
+  using Fields = MadHeaderLayout;
+  static constexpr std::size_t kOffset = 0;
+};
+}  // namespace detail
+
+// One field, of the common header or of message M's CM data, read from a MAD without validation.
 template <auto Member>
 [[nodiscard]] constexpr auto peek(ConstMadSpan mad) noexcept {
-  using Msg = typename detail::MemberOf<decltype(Member)>::Class;
+  using Layout = detail::PeekLayout<typename detail::MemberOf<decltype(Member)>::Class>;
   return []<typename... Fs>(FieldList<Fs...>*, const std::uint8_t* base) {
     typename detail::MemberOf<decltype(Member)>::Member value{};
     (void)((
@@ -122,7 +136,7 @@ template <auto Member>
           return false;
         }() || ...));
     return value;
-  }(static_cast<typename WireLayout<Msg>::Fields*>(nullptr), mad.data() + kMadHeaderSize);
+  }(static_cast<typename Layout::Fields*>(nullptr), mad.data() + Layout::kOffset);
 }
 
 }  // namespace fastcm::mad

@@ -92,11 +92,27 @@ TEST(RoutingKey, RejTimeoutWithoutOurIdGoesToWhicheverShardHoldsTheReq) {
   EXPECT_EQ(key.comm_id, 0u);
 }
 
-TEST(RoutingKey, ClassPortInfoAndMalformedHeadersAreUnrouted) {
+TEST(RoutingKey, ClassPortInfoAndUnknownAttributesAreUnrouted) {
   EXPECT_EQ(key_of(mad::ClassPortInfo{}, {}, mad::Method::get).kind, Kind::unrouted);
   MadPacket garbage;
   garbage.mad.fill(0xFF);
   EXPECT_EQ(routing_key(mad::ConstMadSpan(garbage.mad), {}).kind, Kind::unrouted);
+}
+
+// The router reads the attribute alone; the owning shard validates the rest of the header.
+TEST(RoutingKey, AKnownAttributeIsRoutedEvenWhenTheRestOfItsHeaderIsBad) {
+  mad::Rtu rtu;
+  rtu.remote_comm_id = kOurs;
+  MadPacket packet;
+  ASSERT_TRUE(mad::encode(mad::cm_header(mad::Method::send, mad::AttrId::rtu, 7), rtu,
+                          mad::MadSpan(packet.mad))
+                  .ok());
+  packet.mad[2] = 0x7F;  // class version
+  mad::MadHeader hdr;
+  ASSERT_FALSE(mad::decode_header(packet.mad, hdr).ok());
+  const RoutingKey key = routing_key(mad::ConstMadSpan(packet.mad), {});
+  EXPECT_EQ(key.kind, Kind::local_comm_id);
+  EXPECT_EQ(key.comm_id, kOurs);
 }
 
 }  // namespace
