@@ -245,16 +245,14 @@ void Protocol::resend_rtu(Cep& cep) noexcept {
 }
 
 void Protocol::settle_established(Cep& cep) noexcept {
-  const auto zeros = [](const MadBuf& m) {
-    return all_zero(mad::private_data(mad::ConstMadSpan(m.packet.mad)));
-  };
-  if (cep.sent != nullptr && (!cep.active || zeros(*cep.sent))) {
+  const auto private_data_of = [](const MadBuf& m) { return mad::private_data(mad::ConstMadSpan(m.packet.mad)); };
+  if (cep.sent != nullptr && (!cep.active || all_zero(private_data_of(*cep.sent)))) {
     release(env_.pool, cep.sent);
     cep.sent = nullptr;
   }
-  if (cep.received != nullptr && zeros(*cep.received)) {
-    cep.received_zeros =
-        static_cast<std::uint8_t>(mad::private_data(mad::ConstMadSpan(cep.received->packet.mad)).size());
+  if (cep.received == nullptr) return;
+  if (const std::span<const std::uint8_t> data = private_data_of(*cep.received); all_zero(data)) {
+    cep.received_zeros = static_cast<std::uint8_t>(data.size());
     release(env_.pool, cep.received);
     cep.received = nullptr;
   }

@@ -54,10 +54,8 @@ CodecStatus decode(std::span<const std::uint8_t> buf, DecodedMad& out) noexcept 
 }
 
 std::span<const std::uint8_t> private_data(ConstMadSpan mad) noexcept {
-  MadHeader hdr;
-  MadHeaderLayout::decode(mad.data(), hdr);
   std::size_t size = 0;
-  switch (hdr.attribute_id) {
+  switch (peek<&MadHeader::attribute_id>(mad)) {
     case AttrId::class_port_info: size = 0; break;
     case AttrId::req: size = kReqPrivateDataSize; break;
     case AttrId::mra: size = kMraPrivateDataSize; break;
