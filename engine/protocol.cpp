@@ -104,6 +104,7 @@ void Protocol::on_mad(MadBuf* buf) noexcept {
 // ---- timers ------------------------------------------------------------------------------------
 
 std::size_t Protocol::on_timers() noexcept {
+  batch_open_ = false;
   return wheel_.expire(now(), [this](TimerNode& node) {
     on_timer(table_.at(static_cast<CepTimerNode&>(node).slot));
   });
@@ -203,7 +204,11 @@ void Protocol::abandon(Cep& cep) noexcept {
 
 void Protocol::arm_timer(Cep& cep, CepTimer kind, std::uint64_t after_ns) noexcept {
   cep.timer_kind = kind;
-  wheel_.rearm(cep.timer, now() + after_ns);
+  if (batch_open_) {
+    wheel_.defer(cep.timer, after_ns);
+  } else {
+    wheel_.rearm(cep.timer, now() + after_ns);
+  }
 }
 
 void Protocol::cancel_timer(Cep& cep) noexcept {

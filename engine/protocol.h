@@ -64,7 +64,12 @@ class Protocol {
   // ---- input ---------------------------------------------------------------------------------
   // A MAD received on buf->packet.addr.port_index; takes over the caller's reference. Untrusted.
   void on_mad(MadBuf* buf) noexcept;
-  // Fires every timer due at the clock's current time; returns how many fired.
+  // Starts a batch of input (MADs, commands, callbacks' calls) that ends at the next on_timers():
+  // the timers it arms count from the time on_timers() reads (TimerWheel "Deferred arms"), so a
+  // batch reads the clock once, and its timers fire no earlier than they would armed one by one.
+  void begin_batch() noexcept { batch_open_ = true; }
+  // Ends the batch begun by begin_batch(), if any, and fires every timer due at the clock's
+  // current time; returns how many fired.
   std::size_t on_timers() noexcept;
   [[nodiscard]] std::optional<std::uint64_t> next_timer_ns() const noexcept { return wheel_.next_deadline(); }
 
@@ -232,6 +237,7 @@ class Protocol {
   DuplicateReqIndex dup_reqs_;
   SidrReqIndex sidr_reqs_;
   TimerWheel wheel_;
+  bool batch_open_ = false;  // between begin_batch() and on_timers(): arm_timer defers
   std::unique_ptr<PortCounters[]> counters_;
   std::uint64_t next_tid_ = 1;
 

@@ -34,6 +34,14 @@
 // first, in arming order; the others follow in nondecreasing fire tick. Within one tick the order is
 // unspecified.
 //
+// Deferred arms: defer(node, delay) arms a timer relative to the time the next expire() call is
+// given, not to a time read now. A shard defers the timers it arms while it handles a batch of MADs
+// and calls expire() when the batch ends: one clock read per batch instead of one per timer, the
+// deadline is never earlier than delay after the arming (only later, by the rest of the batch), and a
+// timer re-armed or cancelled within the batch (the passive side's automatic-MRA deadline, replaced
+// by the REP's retransmission) never reaches the slots. Until that expire() the node is armed
+// (armed(), size(), cancel() as usual) and next_deadline() says "now".
+//
 // Threads: single-threaded. The wheel and every node armed in it belong to one shard thread; there
 // is no internal synchronization.
 //
@@ -78,12 +86,15 @@ class TimerNode : private detail::TimerLink {
 
   // True between a successful arm/rearm and its firing or cancel. Thread: the owning shard.
   [[nodiscard]] bool armed() const noexcept { return next != nullptr; }
-  // The deadline given to the last arm/rearm (ns, caller's clock), also after it fired.
+  // The deadline given to the last arm/rearm, or the one a deferred arm was given when its
+  // expire() placed it (ns, caller's clock), also after it fired; a deferred arm not yet placed
+  // holds its delay here. Thread: the owning shard.
   [[nodiscard]] std::uint64_t deadline_ns() const noexcept { return deadline_ns_; }
 
  private:
   friend class TimerWheel;
-  std::uint64_t deadline_ns_ = 0;
+  std::uint64_t deadline_ns_ = 0;  // a delay while `deferred_`
+  bool deferred_ = false;          // waits in the wheel's deferred_ list for the next expire()
 };
 
 struct TimerWheelConfig {
@@ -105,6 +116,7 @@ class TimerWheel {
     }
     make_empty(due_);
     make_empty(firing_);
+    make_empty(deferred_);
   }
 
   // Unarms every node still armed (O(armed)), so the nodes may outlive the wheel.
@@ -116,6 +128,7 @@ class TimerWheel {
     }
     disarm_all(due_);
     disarm_all(firing_);
+    disarm_all(deferred_);
   }
 
   TimerWheel(const TimerWheel&) = delete;
@@ -142,7 +155,9 @@ class TimerWheel {
     if (!node.armed()) return false;
     unlink(node);
     const std::uint64_t tick = fire_tick(node.deadline_ns_);
-    if (tick > now_tick_) {  // in a slot (see the invariant): clear its bit if it emptied
+    if (node.deferred_) {
+      node.deferred_ = false;
+    } else if (tick > now_tick_) {  // in a slot (see the invariant): clear its bit if it emptied
       const unsigned level = level_of(tick);
       const unsigned slot = digit(tick, level);
       if (is_empty(slots_[level][slot])) clear_bit(level, slot);
@@ -160,6 +175,16 @@ class TimerWheel {
     arm(node, deadline_ns);
   }
 
+  // Cancel (if armed) and arm `node` to fire `delay_ns` after the time the next expire() call is
+  // given (see "Deferred arms" above). Thread and callback rules as arm().
+  void defer(TimerNode& node, std::uint64_t delay_ns) noexcept {
+    cancel(node);
+    ++size_;
+    node.deadline_ns_ = delay_ns;
+    node.deferred_ = true;
+    push_back(deferred_, node);
+  }
+
   // Fires every timer due by `now_ns` (see the header comment for which and in what order), calling
   // on_expired(TimerNode&) for each after disarming it. The callback may arm, rearm or cancel any
   // node, the firing one included. A `now_ns` below an earlier call's is treated as that earlier
@@ -170,6 +195,7 @@ class TimerWheel {
     requires std::invocable<F&, TimerNode&>
   std::size_t expire(std::uint64_t now_ns, F&& on_expired) {
     const std::uint64_t target = std::max(now_tick_, now_ns >> shift_);
+    place_deferred(std::max(now_ns, tick_to_ns(now_tick_)));
     splice_back(firing_, due_);  // already due: earlier than anything in the slots
     std::size_t fired = fire_all(on_expired);
     while (levels_occupied_ != 0) {
@@ -190,7 +216,7 @@ class TimerWheel {
   // level). It is at or before the current tick's start when a timer is already due. Saturates at
   // 2^64 - 1. Thread: the owning shard.
   [[nodiscard]] std::optional<std::uint64_t> next_deadline() const noexcept {
-    if (!is_empty(due_) || !is_empty(firing_)) return tick_to_ns(now_tick_);
+    if (!is_empty(due_) || !is_empty(firing_) || !is_empty(deferred_)) return tick_to_ns(now_tick_);
     if (levels_occupied_ == 0) return std::nullopt;
     return tick_to_ns(next_event_tick());
   }
@@ -243,6 +269,7 @@ class TimerWheel {
     for (Link* l = head.next; l != &head;) {
       Link* const next = l->next;
       l->next = l->prev = nullptr;
+      static_cast<TimerNode&>(*l).deferred_ = false;
       l = next;
     }
     make_empty(head);
@@ -282,6 +309,19 @@ class TimerWheel {
   void clear_bit(unsigned level, unsigned slot) noexcept {
     occupied_[level] &= ~(std::uint64_t{1} << slot);
     if (occupied_[level] == 0) levels_occupied_ &= ~(1U << level);
+  }
+
+  // Places every deferred arm at now_ns + its delay (saturating: such a timer never fires).
+  // Requires now_ns >= the current tick's start.
+  void place_deferred(std::uint64_t now_ns) noexcept {
+    while (!is_empty(deferred_)) {
+      auto& node = static_cast<TimerNode&>(*deferred_.next);
+      unlink(node);
+      node.deferred_ = false;
+      const std::uint64_t room = ~std::uint64_t{0} - now_ns;
+      node.deadline_ns_ = now_ns + std::min(node.deadline_ns_, room);
+      place(node, fire_tick(node.deadline_ns_));
+    }
   }
 
   // Start tick of the earliest occupied slot: the lowest occupied slot of the lowest occupied
@@ -344,6 +384,7 @@ class TimerWheel {
   std::array<std::array<Link, kSlots>, kLevels> slots_;
   Link due_;     // fire tick <= now_tick_ when armed; fired first by the next expire()
   Link firing_;  // being handed to the callback by the running expire()
+  Link deferred_;  // deferred arms, placed by the next expire()
 };
 
 }  // namespace fastcm::engine

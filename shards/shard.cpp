@@ -77,6 +77,7 @@ bool Shard::on_worker_thread() noexcept { return tls_worker_shard != nullptr; }
 std::size_t Shard::run_batch() noexcept {
   std::array<void*, kBurst> items;
   std::size_t work = 0;
+  protocol_.begin_batch();  // ended by on_timers() below
   for (int burst = 0; burst < kBurstsPerBatch; ++burst) {
     const std::size_t n = inbox_.dequeue_burst(items);
     if (n == 0) break;

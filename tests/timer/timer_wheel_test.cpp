@@ -1,11 +1,12 @@
 // Behaviour of TimerWheel on hand-picked cases: firing time, cancel and rearm (also from inside the
-// callback), deferral of past deadlines, cascading of long timeouts, next_deadline().
+// callback), deferral of past deadlines, cascading of long timeouts, next_deadline(), deferred arms.
 #include "engine/timer_wheel.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -359,6 +360,103 @@ TEST(TimerWheel, DestroyingTheWheelDisarmsItsNodes) {
     ASSERT_TRUE(wheel.arm(timers[4], std::uint64_t{1} << 60));
   }
   for (const auto& t : timers) EXPECT_FALSE(t.armed());
+}
+
+// ---- deferred arms: the delay counts from the time the next expire() is given -------------------
+
+TEST(TimerWheel, DeferredArmCountsItsDelayFromTheNextExpire) {
+  TimerWheel wheel;
+  Tagged t;
+  t.id = 1;
+  wheel.defer(t, 10 * kTick);
+  EXPECT_TRUE(t.armed());
+  EXPECT_EQ(wheel.size(), 1U);
+  EXPECT_EQ(wheel.next_deadline(), std::optional<std::uint64_t>(0));  // "call expire() now"
+  EXPECT_TRUE(expire_ids(wheel, 5 * kTick).empty());                  // placed at 15 ticks
+  EXPECT_EQ(t.deadline_ns(), 15 * kTick);
+  EXPECT_EQ(wheel.next_deadline(), std::optional<std::uint64_t>(15 * kTick));
+  EXPECT_TRUE(expire_ids(wheel, 15 * kTick - 1).empty());
+  EXPECT_EQ(expire_ids(wheel, 15 * kTick), std::vector<int>{1});
+  EXPECT_TRUE(wheel.empty());
+}
+
+TEST(TimerWheel, ADeferredArmReplacedOrCancelledBeforeTheExpireFiresAsTheLastCallSays) {
+  TimerWheel wheel;
+  Tagged cancelled, redeferred, rearmed;
+  cancelled.id = 1;
+  redeferred.id = 2;
+  rearmed.id = 3;
+  wheel.defer(cancelled, kTick);
+  EXPECT_TRUE(wheel.cancel(cancelled));
+  EXPECT_FALSE(cancelled.armed());
+  wheel.defer(redeferred, kTick);
+  wheel.defer(redeferred, 3 * kTick);
+  wheel.defer(rearmed, kTick);
+  wheel.rearm(rearmed, 2 * kTick);
+  EXPECT_EQ(wheel.size(), 2U);
+  EXPECT_TRUE(expire_ids(wheel, 0).empty());
+  EXPECT_EQ(expire_ids(wheel, 2 * kTick), std::vector<int>{3});
+  EXPECT_EQ(expire_ids(wheel, 3 * kTick), std::vector<int>{2});
+  EXPECT_TRUE(expire_ids(wheel, 100 * kTick).empty());
+  EXPECT_TRUE(wheel.empty());
+}
+
+TEST(TimerWheel, DeferringAnArmedTimerMovesIt) {
+  TimerWheel wheel;
+  Tagged t;
+  t.id = 7;
+  ASSERT_TRUE(wheel.arm(t, 2 * kTick));
+  wheel.defer(t, 5 * kTick);
+  EXPECT_EQ(wheel.size(), 1U);
+  EXPECT_TRUE(expire_ids(wheel, kTick).empty());  // placed at 6 ticks
+  EXPECT_TRUE(expire_ids(wheel, 5 * kTick).empty());
+  EXPECT_EQ(expire_ids(wheel, 6 * kTick), std::vector<int>{7});
+}
+
+TEST(TimerWheel, ADeferredArmWithoutDelayFiresInThatExpire) {
+  TimerWheel wheel({.start_ns = 40 * kTick});
+  Tagged t;
+  t.id = 4;
+  wheel.defer(t, 0);
+  EXPECT_EQ(expire_ids(wheel, 40 * kTick), std::vector<int>{4});
+}
+
+TEST(TimerWheel, DeferringFromInsideTheCallbackWaitsForTheNextCall) {
+  TimerWheel wheel;
+  Tagged first, second;
+  first.id = 1;
+  second.id = 2;
+  ASSERT_TRUE(wheel.arm(first, kTick));
+  std::vector<int> fired;
+  wheel.expire(kTick, [&](TimerNode& n) {
+    fired.push_back(id_of(n));
+    if (&n == &first) wheel.defer(second, 0);
+  });
+  EXPECT_EQ(fired, std::vector<int>{1});
+  EXPECT_TRUE(second.armed());
+  EXPECT_EQ(expire_ids(wheel, kTick), std::vector<int>{2});
+}
+
+TEST(TimerWheel, ADelayPastTheEndOfTimeNeverFires) {
+  TimerWheel wheel({.start_ns = 8 * kTick});
+  Tagged t;
+  wheel.defer(t, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_TRUE(expire_ids(wheel, 8 * kTick).empty());
+  EXPECT_EQ(t.deadline_ns(), std::numeric_limits<std::uint64_t>::max());
+  EXPECT_TRUE(expire_ids(wheel, std::numeric_limits<std::uint64_t>::max() - kTick).empty());
+  EXPECT_TRUE(wheel.cancel(t));
+}
+
+TEST(TimerWheel, DestroyingTheWheelDisarmsDeferredTimersForReuse) {
+  Tagged t;
+  t.id = 9;
+  auto first = std::make_unique<TimerWheel>();
+  first->defer(t, kTick);
+  first.reset();
+  EXPECT_FALSE(t.armed());
+  TimerWheel second;
+  ASSERT_TRUE(second.arm(t, 3 * kTick));
+  EXPECT_EQ(expire_ids(second, 3 * kTick), std::vector<int>{9});
 }
 
 }  // namespace
