@@ -7,6 +7,7 @@
 
 #include "engine/mad/codec.h"
 #include "engine/private_data.h"
+#include "engine/routing_key.h"
 #include "engine/mad/units.h"
 
 namespace fastcm::engine {
@@ -99,6 +100,16 @@ void Protocol::on_mad(MadBuf* buf) noexcept {
     case mad::AttrId::apr: handle(&Protocol::on_apr); break;
   }
   release(env_.pool, buf);
+}
+
+void Protocol::prefetch(const MadBuf& buf) const noexcept {
+  const mad::ConstMadSpan bytes(buf.packet.mad);
+  const RoutingKey key = routing_key(bytes, buf.packet.addr);
+  if (key.kind == RoutingKey::Kind::local_comm_id) {
+    table_.prefetch_comm_id(key.comm_id);
+  } else if (key.kind == RoutingKey::Kind::remote_qp) {
+    dup_reqs_.prefetch({mad::peek<&mad::Req::local_comm_id>(bytes), key.origin});
+  }
 }
 
 // ---- timers ------------------------------------------------------------------------------------
