@@ -5,12 +5,19 @@
 // Implementation: a fixed open-addressing table allocated once at construction (capacity / 4
 // chunks of 5 slots, so at most 80% full), linear probing over chunks; each chunk counts the
 // entries that probed past it (its overflow count), so a lookup stops at the first chunk without
-// the key and with no overflow, and an erase needs neither tombstones nor moves.
-//   find     lock-free: a per-slot version word (a seqlock) validates each slot it reads.
+// the key and with no overflow, and an erase needs neither tombstones nor moves. A chunk's
+// control word holds a 6-bit tag per slot (0 = free, else from the key's hash) and a lock bit,
+// so one load and a few ALU operations tell a lookup which slots can hold its key (usually
+// none) and a claim which are free. Every operation hashes once (one widening multiply) and
+// walks the key's probe sequence once.
+//   find     lock-free, writes nothing: reads the heads its tags point at; a per-slot head
+//            [version | qpn] (a seqlock) validates the entry it reads.
 //   claim / release
-//            take the spin lock of the key's home chunk ("home lock"), so two claims of one key
-//            cannot both insert; keys with different home chunks run in parallel and take free
-//            slots with a compare-and-swap. Held for one probe walk, no allocation, no syscall.
+//            take the lock of the key's home chunk ("home lock"), so two claims of one key
+//            cannot both insert, and walk under it. Taking a free slot needs that chunk's lock
+//            (plain stores, no compare-and-swap per slot); the unlocking store publishes the new
+//            tags. Held for one walk, no allocation, no syscall; a claim that overflows past its
+//            home only tries the later chunks' locks, so no thread waits while holding a lock.
 //
 // Why this and not a library container (measured by bench/bench_remote_qpn_registry.cpp):
 // tbb::concurrent_hash_map allocates a node per insert (with std::allocator, tbb_allocator or
@@ -58,6 +65,7 @@
 namespace fastcm::shards {
 
 namespace detail {
+inline constexpr std::uint32_t kSlotsPerChunk = 5;
 struct RemoteQpnChunk;  // remote_qpn_registry.cpp
 }  // namespace detail
 
@@ -81,8 +89,8 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
   // As RemoteQpns: any thread, concurrently. An existing entry is answered even when the table
   // is full; a new one is refused (nullopt, nothing recorded, full_claims() counts it) when
   // `capacity` entries are recorded, or in the rare case that other threads' claims and releases
-  // kept every slot taken as this claim walked past it. Waits only for another claim or release
-  // of a key with the same home chunk.
+  // kept every slot taken (or its chunk locked) as this claim walked past it. Waits only for
+  // another claim or release of a key with the same home chunk, or a claim overflowing into it.
   [[nodiscard]] std::optional<Id> claim(engine::RemoteQpnKey key, Id owner) noexcept override;
 
   // As RemoteQpns: any thread, concurrently. Same waiting as claim.
@@ -102,24 +110,46 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
   }
 
  private:
-  struct Found {
+  // Where a key's walk starts, and the tag its slot carries (odd, 1..63).
+  struct Home {
+    std::uint32_t chunk = 0;
+    std::uint32_t tag = 0;
+  };
+  // What one walk of a key's probe sequence found: the key's slot, its head and owner.
+  struct Walk {
+    bool found = false;
     std::uint32_t chunk = 0;
     std::uint32_t slot = 0;
+    std::uint64_t head = 0;
     Id owner;
   };
 
-  [[nodiscard]] std::uint32_t home_of(engine::RemoteQpnKey key) const noexcept;
+  [[nodiscard]] Home home_of(engine::RemoteQpnKey key) const noexcept;
   [[nodiscard]] std::uint32_t next(std::uint32_t chunk) const noexcept {
     return chunk + 1 == chunk_count_ ? 0 : chunk + 1;
   }
-  // The slot holding `key`, walking from its home chunk.
-  [[nodiscard]] std::optional<Found> locate(engine::RemoteQpnKey key,
-                                            std::uint32_t home) const noexcept;
+  // Walks from the home chunk until the key's slot, or a chunk without it and with no overflow.
+  [[nodiscard]] Walk walk(engine::RemoteQpnKey key, Home home) const noexcept;
+  // True when the walk would stop at the home chunk, whose tags are `tags`, without reading a
+  // slot: none carries the key's tag and no entry overflowed past it.
+  [[nodiscard]] bool nothing_at_home(Home home, std::uint32_t tags) const noexcept;
   [[nodiscard]] bool reserve() noexcept;
+  // claim() when the home lock was held (`tags` is kLocked) or the home chunk's tags do not
+  // settle it at a glance (the home lock is held with `tags`); frees the home lock.
+  [[nodiscard]] std::optional<Id> claim_slowly(engine::RemoteQpnKey key, Id owner, Home home,
+                                               std::uint32_t tags) noexcept;
+  // Records `key`, known absent, for `owner` (or refuses it, see claim()) and frees the home
+  // lock, held with `tags`.
+  void record(engine::RemoteQpnKey key, Id owner, Home home, std::uint32_t tags) noexcept;
+  // record() when the home chunk is full: the first later chunk with a free slot and an unheld
+  // lock takes the entry.
+  void record_past_home(engine::RemoteQpnKey key, Id owner, Home home,
+                        std::uint32_t tags) noexcept;
 
   std::uint32_t capacity_;
   std::uint32_t chunk_count_;
-  std::uint64_t seed_;
+  std::uint64_t guid_seed_;
+  std::uint64_t qpn_seed_;
   std::unique_ptr<detail::RemoteQpnChunk[]> chunks_;
   // Reservations: a claim reserves (compare-and-swap, acquire) before taking a slot, so at most
   // capacity_ slots are ever taken; release gives it back (release) after freeing the slot.
