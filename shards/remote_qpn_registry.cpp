@@ -45,7 +45,7 @@ namespace {
 using detail::kSlotsPerChunk;
 using detail::RemoteQpnChunk;
 
-// Sizing: 4 entries per 5-slot chunk when full, so probe walks stay short at capacity.
+// Sizing: 4 entries per 5-slot chunk at capacity, so probe walks stay short up to it.
 constexpr std::uint32_t kEntriesPerChunk = 4;
 
 constexpr std::uint64_t kQpnBits = 0xFFFF'FFFF;
@@ -171,10 +171,10 @@ RemoteQpnRegistry::Home RemoteQpnRegistry::home_of(engine::RemoteQpnKey key) con
               .tag = static_cast<std::uint32_t>(hash & kTagField) | 1};
 }
 
-// Out of line, so that the callers' common case (nothing_at_home()) is straight-line code
-// needing few registers.
-[[gnu::noinline]] RemoteQpnRegistry::Walk RemoteQpnRegistry::walk(engine::RemoteQpnKey key,
-                                                                  Home home) const noexcept {
+// Inlined into release(), which always walks; find() and claim_slowly() call walk(), so that
+// their common case (nothing_at_home()) stays straight-line code needing few registers.
+[[gnu::always_inline]] inline RemoteQpnRegistry::Walk RemoteQpnRegistry::walk_inline(
+    engine::RemoteQpnKey key, Home home) const noexcept {
   const std::uint32_t pattern = home.tag * kTagLows;
   std::uint32_t at = home.chunk;
   do {
@@ -202,18 +202,14 @@ RemoteQpnRegistry::Home RemoteQpnRegistry::home_of(engine::RemoteQpnKey key) con
   return Walk{};
 }
 
+[[gnu::noinline]] RemoteQpnRegistry::Walk RemoteQpnRegistry::walk(engine::RemoteQpnKey key,
+                                                                  Home home) const noexcept {
+  return walk_inline(key, home);
+}
+
 bool RemoteQpnRegistry::nothing_at_home(Home home, std::uint32_t tags) const noexcept {
   return equal_tags(tags, home.tag * kTagLows) == 0 &&
          chunks_[home.chunk].overflow.load(std::memory_order_relaxed) == 0;  // see walk()
-}
-
-bool RemoteQpnRegistry::reserve() noexcept {
-  std::uint32_t n = size_.load(std::memory_order_relaxed);
-  do {
-    if (n >= capacity_) return false;
-  } while (!size_.compare_exchange_weak(n, n + 1, std::memory_order_acquire,
-                                        std::memory_order_relaxed));
-  return true;
 }
 
 std::optional<Id> RemoteQpnRegistry::find(engine::RemoteQpnKey key) const noexcept {
@@ -257,11 +253,6 @@ std::optional<Id> RemoteQpnRegistry::claim(engine::RemoteQpnKey key, Id owner) n
 inline void RemoteQpnRegistry::record(engine::RemoteQpnKey key, Id owner, Home home,
                                       std::uint32_t tags) noexcept {
   RemoteQpnChunk& chunk = chunks_[home.chunk];
-  if (!reserve()) {
-    full_claims_.fetch_add(1, std::memory_order_relaxed);
-    unlock_chunk(chunk, tags);
-    return;
-  }
   if (const std::uint32_t free = equal_tags(tags, 0); free != 0) {
     unlock_chunk(chunk, fill_slot(chunk, first_slot(free), key, owner, home.tag, tags));
     return;
@@ -289,15 +280,13 @@ void RemoteQpnRegistry::record_past_home(engine::RemoteQpnKey key, Id owner, Hom
     unlock_chunk(chunks_[home.chunk], tags);
     return;
   }
-  // Every other chunk was full or locked when this claim passed it, which only churn by other
-  // threads can cause (reservations leave a fifth of the slots free): give back the counts and
-  // the reservation.
+  // Every other chunk was full or locked when this claim passed it: the table is full, or (below
+  // capacity, a fifth of the slots being free) other threads held the locks of the chunks with
+  // room. Give back the counts.
   for (std::uint32_t passed = home.chunk; passed != at; passed = next(passed)) {
     chunks_[passed].overflow.fetch_sub(1, std::memory_order_relaxed);
   }
   unlock_chunk(chunks_[home.chunk], tags);
-  // Release, partner: reserve()'s acquiring compare-and-swap (as in release()).
-  size_.fetch_sub(1, std::memory_order_release);
   full_claims_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -305,7 +294,7 @@ void RemoteQpnRegistry::release(engine::RemoteQpnKey key, Id owner) noexcept {
   const Home home = home_of(key);
   RemoteQpnChunk& chunk = chunks_[home.chunk];
   const std::uint32_t tags = lock_chunk(chunk);
-  const Walk w = walk(key, home);
+  const Walk w = walk_inline(key, home);
   if (!w.found || w.owner != owner) {
     unlock_chunk(chunk, tags);
     return;
@@ -326,8 +315,6 @@ void RemoteQpnRegistry::release(engine::RemoteQpnKey key, Id owner) noexcept {
     RemoteQpnChunk& there = chunks_[w.chunk];
     unlock_chunk(there, lock_chunk(there) & ~tag_field(w.slot));
   }
-  // Release, partner: reserve()'s acquiring compare-and-swap.
-  size_.fetch_sub(1, std::memory_order_release);
 }
 
 }  // namespace fastcm::shards
