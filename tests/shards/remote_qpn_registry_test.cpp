@@ -272,15 +272,22 @@ TEST(RemoteQpnRegistryThreads, FourThreadsFillToCapacityThenEmpty) {
 
 // Two threads churn 24 keys through a 16-entry table (4 chunks: entries overflow and slots are
 // reused under the readers' eyes) while two threads look up both the churned keys and 4 keys
-// claimed before they started. Every owner is id(key), so a lookup that mixed two entries, or
-// read a slot as it changed hands, would name another key's owner; a lookup of a key claimed
-// before it started must always find it.
+// claimed before they started. All keys share one QPN, so only the GUID and the head's
+// validation tell the entries in a slot apart, and every owner's comm ID names its key (its
+// generation changes per claim): a lookup that mixed two entries, or read a slot as it changed
+// hands, would name another key's owner. A lookup of a key claimed before it started must always
+// find it.
 TEST(RemoteQpnRegistryThreads, LookupsDuringChurnNeverMissOldEntriesNorNameAWrongOwner) {
   constexpr std::uint32_t kStable = 4;
   constexpr std::uint32_t kChurned = 24;
   constexpr std::uint32_t kRounds = 20'000;
+  auto shared_qpn_key = [](std::uint32_t n) {
+    return RemoteQpnKey{0x77, 0x0002C90300A0B000ULL + n};
+  };
   RemoteQpnRegistry r(16);
-  for (std::uint32_t n = 0; n < kStable; ++n) ASSERT_EQ(r.claim(key(n), id(n)), std::nullopt);
+  for (std::uint32_t n = 0; n < kStable; ++n) {
+    ASSERT_EQ(r.claim(shared_qpn_key(n), Id::make(n, 1)), std::nullopt);
+  }
   std::atomic<std::uint32_t> failures{0};
   std::atomic<std::uint64_t> churned_seen{0};
   auto fail = [&] { failures.fetch_add(1, std::memory_order_relaxed); };
@@ -292,16 +299,17 @@ TEST(RemoteQpnRegistryThreads, LookupsDuringChurnNeverMissOldEntriesNorNameAWron
       for (std::uint32_t round = 0; round < kRounds; ++round) {
         const std::uint32_t n =
             kStable + t * (kChurned / 2) + static_cast<std::uint32_t>(rng() % (kChurned / 2));
-        if (r.claim(key(n), id(n)).has_value()) fail();  // each key is this thread's alone
-        r.release(key(n), id(n));
+        const Id owner = Id::make(n, round + 1);
+        if (r.claim(shared_qpn_key(n), owner).has_value()) fail();  // this thread's key alone
+        r.release(shared_qpn_key(n), owner);
       }
     });
     threads.emplace_back([&, t] {  // lookups
       std::uint64_t seen = 0;
       for (std::uint32_t round = 0; round < kRounds; ++round) {
         const std::uint32_t n = (round + t) % (kStable + kChurned);
-        const std::optional<Id> got = r.find(key(n));
-        if (n < kStable ? got != id(n) : got.has_value() && got != id(n)) fail();
+        const std::optional<Id> got = r.find(shared_qpn_key(n));
+        if (n < kStable ? got != Id::make(n, 1) : got.has_value() && got->comm_id() != n) fail();
         seen += static_cast<std::uint64_t>(n >= kStable && got.has_value());
       }
       churned_seen.fetch_add(seen, std::memory_order_relaxed);
@@ -312,7 +320,8 @@ TEST(RemoteQpnRegistryThreads, LookupsDuringChurnNeverMissOldEntriesNorNameAWron
   EXPECT_EQ(failures.load(), 0U);
   EXPECT_EQ(r.full_claims(), 0U);  // at most 6 entries in 20 slots: never refused, nothing leaked
   for (std::uint32_t n = 0; n < kStable + kChurned; ++n) {
-    EXPECT_EQ(r.find(key(n)), n < kStable ? std::optional<Id>(id(n)) : std::nullopt);
+    EXPECT_EQ(r.find(shared_qpn_key(n)),
+              n < kStable ? std::optional<Id>(Id::make(n, 1)) : std::nullopt);
   }
   // Not asserted: whether a lookup ever caught a churned key recorded depends on scheduling.
   RecordProperty("churned_keys_seen", static_cast<int>(churned_seen.load()));
