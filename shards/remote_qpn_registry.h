@@ -2,15 +2,25 @@
 // shared by all shards. Claimed once per connection (accept or REP), released when the endpoint
 // is freed, looked up on REQ and REP; never per retransmission, but on the MAD path all the same.
 //
-// Implementation: a fixed open-addressing table allocated once at construction (capacity / 4
-// chunks of 5 slots, so at most 80% full), linear probing over chunks; each chunk counts the
-// entries that probed past it (its overflow count), so a lookup stops at the first chunk without
-// the key and with no overflow, and an erase needs neither tombstones nor moves.
-//   find     lock-free: a per-slot version word (a seqlock) validates each slot it reads.
+// Implementation: a fixed open-addressing table allocated once at construction (capacity / 4 chunks
+// of 5 slots, so at most 80% full while the engine's EndpointBudget keeps the entries to
+// `capacity`; the table keeps no count of its own, which every claim and release of every shard
+// would update), linear probing over chunks; each chunk counts the entries that probed past it (its
+// overflow count), so a lookup stops at the first chunk without the key and with no overflow, and
+// an erase needs neither tombstones nor moves. A chunk's control word holds a 6-bit tag per slot
+// (0 = free, else from the key's hash) and a lock bit, so one load and a few ALU operations tell
+// a lookup which slots can hold its key (usually none) and a claim which are free. Every
+// operation hashes once (one widening multiply) and walks the key's probe sequence once.
+//   find     lock-free, writes nothing: reads the heads its tags point at; a per-slot head
+//            [version | qpn] (a seqlock) validates the entry it reads.
 //   claim / release
-//            take the spin lock of the key's home chunk ("home lock"), so two claims of one key
-//            cannot both insert; keys with different home chunks run in parallel and take free
-//            slots with a compare-and-swap. Held for one probe walk, no allocation, no syscall.
+//            take the lock of the key's home chunk ("home lock"), so two claims of one key
+//            cannot both insert, and walk under it. Taking a free slot needs that chunk's lock
+//            (plain stores, no compare-and-swap per slot); the unlocking store publishes the new
+//            tags. Held for one walk, no allocation, no syscall; a claim that overflows past its
+//            home only tries the later chunks' locks, and a release of an entry stored past its
+//            home frees the home lock before taking that chunk's, so no thread waits for a lock
+//            while holding one.
 //
 // Why this and not a library container (measured by bench/bench_remote_qpn_registry.cpp):
 // tbb::concurrent_hash_map allocates a node per insert (with std::allocator, tbb_allocator or
@@ -30,21 +40,26 @@
 // ns per item as CPU (summed over threads) / wall; items are claim+release pairs or lookups.
 //                    threads   this      TBB chm      TBB chm       std::mutex +
 //                                        tbb_alloc    scalable      unordered_map
-//   claim+release       1     43 / 48   123 / 187    132 / 209      58 / 116
-//                       2     45 / 43   158 / 213    148 / 242      76 / 147
-//                       4     54 / 55   159 / 265    157 / 270     117 / 136
-//   find (miss)         1     13 / 19    20 / 30      23 / 38       19 / 34
-//                       4     10 / 15    23 / 43      22 / 43       23 / 23
-//   find (hit)          1     21 / 22    33 / 44      39 / 80       21 / 28
-//                       4     35 / 50    55 / 124     87 / 111      22 / 30
-// Claim+release pairs per second with 1 / 2 / 4 threads: this 20.8M / 23.1M / 18.1M; TBB
-// (tbb_allocator) 5.4M / 4.7M / 3.8M; TBB (scalable) 4.8M / 4.1M / 3.7M; mutex 8.7M / 6.8M /
-// 7.4M. The 2 cores were shared with other builds (load average 1.5 rising to 5 during the run),
-// so wall times are noisy and the CPU times steadier; a second, busier run ranked them the same
-// (claim+release CPU 50 / 56 / 59 ns here against 146 / 179 / 187 for TBB with tbb_allocator).
-// Claims and releases do not scale with threads because each also updates size_, the one shared
-// counter behind the exact capacity bound (without it two threads measured twice the rate); it
-// stays, as the bound must be exact and ~20M pairs/s is far above any connection rate.
+//   claim+release       1     31 / 32   140 / 143    135 / 135      70 / 71
+//                       2     32 / 16   293 / 152    310 / 157     277 / 177
+//                       4     32 / 16   460 / 232    319 / 160     211 / 139
+//   find (miss)         1      8 / 8     22 / 23      22 / 24       22 / 23
+//                       4      8 / 4     23 / 12      24 / 17       79 / 46
+//   find (hit)          1     17 / 17    34 / 34      34 / 34       27 / 27
+//                       4     17 / 8     84 / 39     101 / 49       99 / 51
+// Claim+release pairs per second with 1 / 2 / 4 threads: this 30.9M / 60.8M / 63.4M; TBB
+// (tbb_allocator) 7.0M / 6.6M / 4.3M; TBB (scalable) 7.4M / 6.4M / 6.2M; mutex 14.1M / 5.7M /
+// 7.2M. The 2 cores were shared with another process (load average 2.5 to 3), so wall times
+// are noisy and the CPU times steadier. Interleaved runs against the previous version of this
+// table (per-slot compare-and-swap, an exact count updated by every claim and release, two
+// splitmix rounds): claim+release CPU 31 against 48-49 ns with one thread, and 63M against 21M
+// pairs/s with two (the count's cache line no longer bounces between them); find miss 8 against
+// 13 ns, find hit 19-21 against 22-23 ns.
+// Instructions (callgrind, the same scenario, 4096 of each): claim 92 (was 199), release 116
+// (was 172), find miss ~50 (was ~140), find hit ~111 (was ~109, both walk out of line). In the
+// engine (bench/per_mad_bench.cpp's callgrind recipe, BM_EngineMad/shards:1/side:2/wire:0), the
+// table's share of a connection's timed life (two claims and a lookup) fell from ~520 to ~229
+// instructions.
 #pragma once
 
 #include <atomic>
@@ -58,6 +73,7 @@
 namespace fastcm::shards {
 
 namespace detail {
+inline constexpr std::uint32_t kSlotsPerChunk = 5;
 struct RemoteQpnChunk;  // remote_qpn_registry.cpp
 }  // namespace detail
 
@@ -65,8 +81,10 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
  public:
   static constexpr std::uint32_t kMaxCapacity = std::uint32_t{1} << 24;
 
-  // Room for `capacity` entries (1..kMaxCapacity): the engine's endpoint count, as each endpoint
-  // holds at most one. Allocates about 32 bytes per entry here and never again. The hash is
+  // Sized for `capacity` entries (1..kMaxCapacity): the engine's endpoint count, as each endpoint
+  // holds at most one (EndpointBudget keeps them to that count, so the table needs no count of
+  // its own). It holds slots() entries, a quarter more, so that walks stay short up to
+  // `capacity`. Allocates about 32 bytes per entry here and never again. The hash is
   // seeded per registry so peers cannot choose QPNs that pile onto one chunk. Throws
   // std::invalid_argument for a capacity out of range, std::bad_alloc, and std::system_error
   // when no random seed can be read.
@@ -79,22 +97,21 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
   [[nodiscard]] std::optional<Id> find(engine::RemoteQpnKey key) const noexcept override;
 
   // As RemoteQpns: any thread, concurrently. An existing entry is answered even when the table
-  // is full; a new one is refused (nullopt, nothing recorded, full_claims() counts it) when
-  // `capacity` entries are recorded, or in the rare case that other threads' claims and releases
-  // kept every slot taken as this claim walked past it. Waits only for another claim or release
-  // of a key with the same home chunk.
+  // is full; a new one is refused (nullopt, nothing recorded, full_claims() counts it) when all
+  // slots() are taken, or in the rare case that other threads' claims and releases kept every
+  // slot taken (or its chunk locked) as this claim walked past it. Waits only for another claim
+  // or release of a key with the same home chunk, or a release of an entry stored in it.
   [[nodiscard]] std::optional<Id> claim(engine::RemoteQpnKey key, Id owner) noexcept override;
 
   // As RemoteQpns: any thread, concurrently. Same waiting as claim.
   void release(engine::RemoteQpnKey key, Id owner) noexcept override;
 
-  // Any thread. The entries recorded, counting claims that are recording one right now. Relaxed:
-  // a count, it orders nothing.
-  [[nodiscard]] std::uint32_t size() const noexcept {
-    return size_.load(std::memory_order_relaxed);
-  }
   // Any thread.
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
+  // Any thread. The entries the table can hold: 5 per 4 of capacity, rounded up to whole chunks.
+  [[nodiscard]] std::uint32_t slots() const noexcept {
+    return chunk_count_ * detail::kSlotsPerChunk;
+  }
   // Any thread. Claims refused since construction (see claim): the stale check was skipped for
   // those connections. Relaxed: a count, it orders nothing.
   [[nodiscard]] std::uint64_t full_claims() const noexcept {
@@ -102,31 +119,50 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
   }
 
  private:
-  struct Found {
+  // Where a key's walk starts, and the tag its slot carries (odd, 1..63).
+  struct Home {
+    std::uint32_t chunk = 0;
+    std::uint32_t tag = 0;
+  };
+  // What one walk of a key's probe sequence found: the key's slot, its head and owner.
+  struct Walk {
+    bool found = false;
     std::uint32_t chunk = 0;
     std::uint32_t slot = 0;
+    std::uint64_t head = 0;
     Id owner;
   };
 
-  [[nodiscard]] std::uint32_t home_of(engine::RemoteQpnKey key) const noexcept;
+  [[nodiscard]] Home home_of(engine::RemoteQpnKey key) const noexcept;
   [[nodiscard]] std::uint32_t next(std::uint32_t chunk) const noexcept {
     return chunk + 1 == chunk_count_ ? 0 : chunk + 1;
   }
-  // The slot holding `key`, walking from its home chunk.
-  [[nodiscard]] std::optional<Found> locate(engine::RemoteQpnKey key,
-                                            std::uint32_t home) const noexcept;
-  [[nodiscard]] bool reserve() noexcept;
+  // Walks from the home chunk until the key's slot, or a chunk without it and with no overflow.
+  [[nodiscard]] Walk walk(engine::RemoteQpnKey key, Home home) const noexcept;
+  // The same, inlined into the caller.
+  [[nodiscard]] Walk walk_inline(engine::RemoteQpnKey key, Home home) const noexcept;
+  // True when the walk would stop at the home chunk, whose tags are `tags`, without reading a
+  // slot: none carries the key's tag and no entry overflowed past it.
+  [[nodiscard]] bool nothing_at_home(Home home, std::uint32_t tags) const noexcept;
+  // claim() when the home lock was held (`tags` is kLocked) or the home chunk's tags do not
+  // settle it at a glance (the home lock is held with `tags`); frees the home lock.
+  [[nodiscard]] std::optional<Id> claim_slowly(engine::RemoteQpnKey key, Id owner, Home home,
+                                               std::uint32_t tags) noexcept;
+  // Records `key`, known absent, for `owner` (or refuses it, see claim()), and frees the home
+  // lock, held with `tags`.
+  void record(engine::RemoteQpnKey key, Id owner, Home home, std::uint32_t tags) noexcept;
+  // record() when the home chunk is full: the first later chunk with a free slot and an unheld
+  // lock takes the entry; refused when there is none.
+  void record_past_home(engine::RemoteQpnKey key, Id owner, Home home,
+                        std::uint32_t tags) noexcept;
 
   std::uint32_t capacity_;
   std::uint32_t chunk_count_;
-  std::uint64_t seed_;
+  std::uint64_t guid_seed_;
+  std::uint64_t qpn_seed_;
   std::unique_ptr<detail::RemoteQpnChunk[]> chunks_;
-  // Reservations: a claim reserves (compare-and-swap, acquire) before taking a slot, so at most
-  // capacity_ slots are ever taken; release gives it back (release) after freeing the slot.
-  // Partners: the reserving CAS's acquire reads the releasing fetch_sub, so a claim that reuses
-  // that reservation also sees the freed slot.
-  alignas(64) std::atomic<std::uint32_t> size_{0};
-  std::atomic<std::uint64_t> full_claims_{0};  // relaxed throughout: a count
+  // Written only when a claim is refused, so no other operation shares its cache line.
+  alignas(64) std::atomic<std::uint64_t> full_claims_{0};  // relaxed throughout: a count
 };
 
 }  // namespace fastcm::shards
