@@ -88,8 +88,15 @@ std::size_t Shard::run_batch() noexcept {
   // Nothing of the listen snapshot (or any retired object) is held past this point.
   env_.epoch.quiescent(env_.index);
   work += retired_.reclaim() + env_.listen_retired.reclaim();
-  if (work > 0) snapshot_.publish(protocol_.all_counters());
+  // A caller-driven engine reads the live counters (counters()), never the snapshot.
+  if (work > 0 && !set_.caller_driven()) snapshot_.publish(protocol_.all_counters());
   return work;
+}
+
+bool Shard::has_queued_work() const noexcept {
+  // Relaxed: the driving thread posted every MAD itself (pollers and chains run in progress()).
+  return mad_credits_.load(std::memory_order_relaxed) != std::int64_t{env_.config.shard_inbox} ||
+         retired_.pending() > 0 || env_.listen_retired.pending() > 0;
 }
 
 void Shard::return_credits(std::int64_t mads) noexcept {

@@ -71,6 +71,12 @@ class Shard final : private engine::Outbox {
   // One batch: everything queued in the inbox, then the due timers; then a quiescent state, due
   // deferred work and the counter snapshot. Returns how much it handled (0: idle).
   std::size_t run_batch() noexcept;
+  // Whether run_batch() would find something besides timers: queued MADs, or deferred calls
+  // waiting for a quiescent point. Lets a caller-driven engine skip an idle shard (with its epoch
+  // round trip) after checking its timers itself. Thread contract: the driving thread of a
+  // caller-driven engine, where every inbox item is a MAD (API calls run inline there, so no
+  // command, destroy or stale notice is ever queued) and every MAD holds one inbox credit.
+  [[nodiscard]] bool has_queued_work() const noexcept;
   // The worker thread's loop until stop(): batches, spinning briefly when idle, then sleeping on
   // the inbox eventfd until work or the next timer.
   void run_worker() noexcept;

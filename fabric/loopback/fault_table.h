@@ -42,6 +42,10 @@ class FaultTable {
   // Removes every rule (the direction counters keep counting). Same thread contract as set().
   void clear() noexcept;
 
+  // Whether no rule is installed: every decide() would then return the default (one copy, no
+  // delay). Thread contract: as decide().
+  [[nodiscard]] bool empty() const noexcept { return rule_count_ == 0; }
+
   // The fate of one MAD. Thread contract: any thread, concurrently with other decide() calls.
   [[nodiscard]] FaultDecision decide(std::uint32_t from, std::uint32_t to,
                                      std::uint16_t attr_id) noexcept;

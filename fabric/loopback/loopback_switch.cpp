@@ -79,10 +79,8 @@ std::uint32_t LoopbackSwitch::port_of(PortRef ref) const {
 std::optional<LoopbackSwitch::Target> LoopbackSwitch::resolve(std::uint32_t src,
                                                               const MadAddress& out) noexcept {
   const PortAttr& from = attrs_[src];
-  const auto from_pkeys = from.pkeys();
-  const auto from_gids = from.gids();
-  if (out.pkey_index >= from_pkeys.size() ||
-      (out.grh.present && out.grh.gid_index >= from_gids.size())) {
+  if (out.pkey_index >= from.pkeys().size() ||
+      (out.grh.present && out.grh.gid_index >= from.gids().size())) {
     bump(ports_[src]->tx.invalid_address);
     return std::nullopt;
   }
@@ -95,38 +93,48 @@ std::optional<LoopbackSwitch::Target> LoopbackSwitch::resolve(std::uint32_t src,
     return std::nullopt;
   }
   const std::optional<std::uint16_t> pkey_index =
-      match_pkey(attrs_[route->port].pkeys(), from_pkeys[out.pkey_index]);
+      match_pkey(attrs_[route->port].pkeys(), from.pkey_table[out.pkey_index]);
   if (out.remote_qpn != kGsiQpn || out.remote_qkey != kGsiQKey || !pkey_index) {
     bump(ports_[route->port]->rx.dropped_invalid);
     return std::nullopt;
   }
-  Target t{.port = route->port, .addr = {}};
-  t.addr.port_index = local_index_[route->port];
-  t.addr.remote_lid = from.lid;
-  t.addr.remote_qpn = kGsiQpn;
-  t.addr.remote_qkey = kGsiQKey;
-  t.addr.pkey_index = *pkey_index;
-  t.addr.sl = out.sl;
+  return Target{.port = route->port, .pkey_index = *pkey_index, .gid_index = route->gid_index};
+}
+
+void LoopbackSwitch::received_address(std::uint32_t src, const MadAddress& out,
+                                      const Target& target, MadAddress& dst) const noexcept {
+  // Field by field, every field: the slot held another MAD's address before.
+  const PortAttr& from = attrs_[src];
+  dst.port_index = local_index_[target.port];
+  dst.remote_lid = from.lid;
+  dst.remote_qpn = kGsiQpn;
+  dst.remote_qkey = kGsiQKey;
+  dst.pkey_index = target.pkey_index;
+  dst.sl = out.sl;
   if (out.grh.present) {
-    t.addr.grh = GrhInfo{.present = true,
-                         .gid_index = route->gid_index,
-                         .hop_limit = out.grh.hop_limit,
-                         .traffic_class = out.grh.traffic_class,
-                         .flow_label = out.grh.flow_label,
-                         .remote_gid = from_gids[out.grh.gid_index]};
+    dst.grh = GrhInfo{.present = true,
+                      .gid_index = target.gid_index,
+                      .hop_limit = out.grh.hop_limit,
+                      .traffic_class = out.grh.traffic_class,
+                      .flow_label = out.grh.flow_label,
+                      .remote_gid = from.gid_table[out.grh.gid_index]};
+  } else {
+    dst.grh = GrhInfo{};
   }
-  return t;
 }
 
 std::size_t LoopbackSwitch::send(std::uint32_t src, std::span<const MadPacket* const> pkts) noexcept {
   SenderCounters& tx = ports_[src]->tx;
   bump(tx.sent, pkts.size());
+  // Read once per burst: set_fault/clear_faults never run during a send (their contract).
+  const bool faulty = !faults_.empty();
   std::optional<std::uint64_t> now;  // read once per burst, and only for a delayed MAD
   PortQueue* to_notify = nullptr;    // wake-ups are sent once per run of MADs to one port
   for (const MadPacket* pkt : pkts) {
     const std::optional<Target> target = resolve(src, pkt->addr);
     if (!target) continue;
-    const FaultDecision fate = faults_.decide(src, target->port, attribute_id(*pkt));
+    const FaultDecision fate =
+        faulty ? faults_.decide(src, target->port, attribute_id(*pkt)) : FaultDecision{};
     if (fate.copies == 0) {
       bump(tx.dropped_by_fault);
       continue;
@@ -150,7 +158,7 @@ std::size_t LoopbackSwitch::send(std::uint32_t src, std::span<const MadPacket* c
         bump(to.rx.dropped_queue_full);
         continue;
       }
-      slot->pkt.addr = target->addr;
+      received_address(src, pkt->addr, *target, slot->pkt.addr);
       slot->pkt.mad = pkt->mad;
       to.queue.publish(slot, deliver_at);
     }

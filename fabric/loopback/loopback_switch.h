@@ -66,13 +66,19 @@ class LoopbackSwitch {
     SenderCounters tx;
     ReceiverCounters rx;
   };
+  // Where a MAD lands: small enough to come back in registers, and the receiver's address is
+  // written from it straight into the queue slot (received_address), not built and copied.
   struct Target {
-    std::uint32_t port;  // fabric-wide
-    MadAddress addr;     // as the receiver sees it
+    std::uint32_t port;        // fabric-wide
+    std::uint16_t pkey_index;  // the receiver's P_Key table index accepting the sender's P_Key
+    std::uint8_t gid_index;    // the receiver's GID table index the GRH was sent to
   };
 
   // Where a MAD from `src` addressed `out` lands, or nullopt after counting why it cannot.
   std::optional<Target> resolve(std::uint32_t src, const MadAddress& out) noexcept;
+  // Writes into `dst` the address the receiver of a MAD from `src` addressed `out` sees.
+  void received_address(std::uint32_t src, const MadAddress& out, const Target& target,
+                        MadAddress& dst) const noexcept;
 
   const Clock& clock_;
   std::vector<PortAttr> attrs_;            // fabric-wide order

@@ -25,11 +25,6 @@ RouteTable::RouteTable(std::span<const PortAttr> ports) : lid_owner_(kUnicastLid
             [](const auto& x, const auto& y) { return x.first < y.first; });
 }
 
-std::optional<Route> RouteTable::by_lid(Lid lid) const noexcept {
-  if (lid >= lid_owner_.size() || lid_owner_[lid] == kNoPort) return std::nullopt;
-  return Route{.port = lid_owner_[lid] - 1, .gid_index = 0};
-}
-
 std::optional<Route> RouteTable::by_gid(const Gid& gid) const noexcept {
   const auto it = std::lower_bound(gids_.begin(), gids_.end(), gid,
                                    [](const auto& entry, const Gid& g) { return entry.first < g; });

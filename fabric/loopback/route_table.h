@@ -27,7 +27,11 @@ class RouteTable {
 
   // The InfiniBand port whose LID range holds `lid`; nullopt for LID 0, multicast and permissive
   // LIDs, and LIDs no port owns.
-  [[nodiscard]] std::optional<Route> by_lid(Lid lid) const noexcept;
+  // Inline: one table read on every sent MAD.
+  [[nodiscard]] std::optional<Route> by_lid(Lid lid) const noexcept {
+    if (lid >= lid_owner_.size() || lid_owner_[lid] == kNoPort) return std::nullopt;
+    return Route{.port = lid_owner_[lid] - 1, .gid_index = 0};
+  }
 
   // The port whose GID table holds `gid`; nullopt when none does.
   [[nodiscard]] std::optional<Route> by_gid(const Gid& gid) const noexcept;
