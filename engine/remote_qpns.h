@@ -34,8 +34,9 @@ class RemoteQpns {
 
   // Records `owner` for `key` unless another endpoint is recorded: returns nullopt when `owner`
   // is now recorded (or already was), else the Id recorded before, changing nothing. False
-  // positives are impossible; when the table is full (more claims than the endpoints it was sized
-  // for) it records nothing and returns nullopt, so the stale check is skipped, never wrong.
+  // positives are impossible; when the table is full (all its slots taken: the engine's endpoint
+  // budget keeps that from happening) it records nothing and returns nullopt, so the stale check
+  // is skipped, never wrong.
   // Thread contract: any thread, concurrently.
   [[nodiscard]] virtual std::optional<Id> claim(RemoteQpnKey key, Id owner) noexcept = 0;
 
