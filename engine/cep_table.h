@@ -98,13 +98,6 @@ class CepTable {
     return const_cast<CepTable*>(this)->find_by_comm_id(comm_id);
   }
 
-  // Starts loading the cache line find_by_comm_id(comm_id) will read first. Touches nothing
-  // (a prefetch of a slot never handed out faults no page in).
-  void prefetch_comm_id(std::uint32_t comm_id) const noexcept {
-    const CidParts parts = layout_.decode(comm_id);
-    if (parts.shard == shard_ && parts.slot < constructed_) __builtin_prefetch(&slots_[parts.slot]);
-  }
-
   // The live endpoint an API Id names, or null when the Id is stale.
   [[nodiscard]] Cep* find(Id id) noexcept {
     Cep* cep = find_by_comm_id(id.comm_id());

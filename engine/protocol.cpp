@@ -7,7 +7,6 @@
 
 #include "engine/mad/codec.h"
 #include "engine/private_data.h"
-#include "engine/routing_key.h"
 #include "engine/mad/units.h"
 
 namespace fastcm::engine {
@@ -104,12 +103,8 @@ void Protocol::on_mad(MadBuf* buf) noexcept {
 
 void Protocol::prefetch(const MadBuf& buf) const noexcept {
   const mad::ConstMadSpan bytes(buf.packet.mad);
-  const RoutingKey key = routing_key(bytes, buf.packet.addr);
-  if (key.kind == RoutingKey::Kind::local_comm_id) {
-    table_.prefetch_comm_id(key.comm_id);
-  } else if (key.kind == RoutingKey::Kind::remote_qp) {
-    dup_reqs_.prefetch({mad::peek<&mad::Req::local_comm_id>(bytes), key.origin});
-  }
+  if (mad::peek<&mad::MadHeader::attribute_id>(bytes) != mad::AttrId::req) return;
+  dup_reqs_.prefetch({mad::peek<&mad::Req::local_comm_id>(bytes), mad::peek<&mad::Req::local_ca_guid>(bytes)});
 }
 
 // ---- timers ------------------------------------------------------------------------------------

@@ -64,9 +64,9 @@ class Protocol {
   // ---- input ---------------------------------------------------------------------------------
   // A MAD received on buf->packet.addr.port_index; takes over the caller's reference. Untrusted.
   void on_mad(MadBuf* buf) noexcept;
-  // Starts loading what on_mad(buf) will look up first (the endpoint a MAD names, or a REQ's
-  // duplicate-index bucket), so a shard handling a burst overlaps those cache misses. Reads only
-  // buf's routing fields; changes nothing, never fails.
+  // Starts loading the duplicate-index bucket on_mad(buf) will read first if buf is a REQ (a random
+  // line of a table sized for every endpoint: the storm profile's costliest miss), so a shard
+  // handling a burst overlaps it. Reads only buf's header and REQ keys; changes nothing.
   void prefetch(const MadBuf& buf) const noexcept;
   // Starts a batch of input (MADs, commands, callbacks' calls) that ends at the next on_timers():
   // the timers it arms count from the time on_timers() reads (TimerWheel "Deferred arms"), so a

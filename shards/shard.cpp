@@ -105,8 +105,8 @@ void Shard::return_credits(std::int64_t mads) noexcept {
 }
 
 std::int64_t Shard::handle_all(std::span<void* const> items) noexcept {
-  // MADs a few items ahead have their first lookup prefetched, so its cache miss overlaps the
-  // handling of the ones before it.
+  // MADs a few items ahead are prefetched (Protocol::prefetch), so a REQ's index miss overlaps the
+  // handling of the items before it.
   constexpr std::size_t kPrefetchAhead = 4;
   const auto prefetch = [&](void* item) {
     if ((reinterpret_cast<std::uintptr_t>(item) & kTagMask) == kMad) {
