@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "fastcm/fabric.h"
@@ -20,6 +21,10 @@ struct MadRef {
   // thread that returns the buffer sees every earlier holder's reads completed (shared_ptr style).
   std::atomic<std::uint32_t> refs{0};
 };
+
+// In a cache-line-aligned buffer (pool elements are), the count shares the last line of the MAD
+// (private data, written by every encode and read by every decode) rather than a line of its own.
+static_assert(offsetof(MadRef, refs) / 64 == (offsetof(MadPacket, mad) + kMadSize - 1) / 64);
 
 }  // namespace fastcm
 

@@ -94,9 +94,13 @@ struct MadAddress {
 // A MAD and its address. Plain data without ownership: the caller owns every MadPacket it hands
 // to a Fabric (the engine takes them from its own pools); a fabric copies in on send and copies
 // out on receive and never keeps or allocates a caller's packet.
+//
+// Layout: no padding, so a holder can keep per-buffer state right behind `mad`'s last bytes (the
+// engine's reference count shares a cache line with the private data every MAD ends in, instead of
+// taking a line of its own that is cold whenever a buffer comes back from its pool).
 struct MadPacket {
   MadAddress addr{};
-  alignas(64) std::array<std::uint8_t, kMadSize> mad{};  // the whole MAD, wire byte order
+  std::array<std::uint8_t, kMadSize> mad{};  // the whole MAD, wire byte order
 };
 
 // The transport of one CM engine instance: the ports of one HCA (or of several, as configured).
