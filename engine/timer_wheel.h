@@ -154,10 +154,10 @@ class TimerWheel {
   bool cancel(TimerNode& node) noexcept {
     if (!node.armed()) return false;
     unlink(node);
-    const std::uint64_t tick = fire_tick(node.deadline_ns_);
     if (node.deferred_) {
-      node.deferred_ = false;
-    } else if (tick > now_tick_) {  // in a slot (see the invariant): clear its bit if it emptied
+      node.deferred_ = false;  // its deadline field holds a delay: it was in no slot
+    } else if (const std::uint64_t tick = fire_tick(node.deadline_ns_); tick > now_tick_) {
+      // In a slot (see the invariant): clear its bit if it emptied.
       const unsigned level = level_of(tick);
       const unsigned slot = digit(tick, level);
       if (is_empty(slots_[level][slot])) clear_bit(level, slot);
