@@ -183,8 +183,7 @@ void ClientSide::on_event(const Event& event, Probe& probe) {
   // abandonment (destroy racing the event) or the REJ of a passive side that gave up waiting for
   // an RTU that got lost after we were established.
   const auto settle = [&](Outcome o) {
-    const Outcome before = probe.outcome_now();
-    if (probe.settle(o)) {
+    if (const Outcome before = probe.settle(o); before == Outcome::none) {
       count_outcome(o);
     } else if (before != Outcome::abandoned &&
                !(o == Outcome::rejected && before == Outcome::established)) {
@@ -251,8 +250,7 @@ void ClientSide::on_rep(const Event& event, Probe& probe) {
                       probe.describe());
   }
   if (s != Status::ok) return;
-  const Outcome before = probe.outcome_now();
-  if (probe.settle(Outcome::established)) {
+  if (const Outcome before = probe.settle(Outcome::established); before == Outcome::none) {
     count_outcome(Outcome::established);
   } else if (before != Outcome::abandoned) {
     ledger_.violation(std::string("rep_received after the outcome ") + name(before) + ": " +

@@ -127,11 +127,14 @@ struct Probe {
   [[nodiscard]] Outcome outcome_now() const noexcept {
     return static_cast<Outcome>(outcome.load(std::memory_order_acquire));
   }
-  // Settles the outcome once; true when this call settled it.
-  bool settle(Outcome o) noexcept {
-    std::uint8_t expected = 0;
-    return outcome.compare_exchange_strong(expected, static_cast<std::uint8_t>(o),
-                                           std::memory_order_acq_rel);
+  // Settles the outcome once: Outcome::none when this call settled it, else the outcome that
+  // stands (read by the failed exchange itself, so a settle racing this one on another thread, an
+  // abandoning destroy, is seen; a value read before the call could miss it).
+  Outcome settle(Outcome o) noexcept {
+    std::uint8_t standing = 0;
+    outcome.compare_exchange_strong(standing, static_cast<std::uint8_t>(o),
+                                    std::memory_order_acq_rel);
+    return static_cast<Outcome>(standing);
   }
   [[nodiscard]] std::uint16_t count(EventType t) const noexcept {
     return events[static_cast<std::size_t>(t)].load(std::memory_order_relaxed);

@@ -187,8 +187,8 @@ void ServerSide::on_endpoint_event(const Event& event, Probe& probe,
       ledger_.violation(std::string(name(event.type)) + " doubled: " + probe.describe());
   };
   const auto settle = [&](Outcome o) {
-    const Outcome before = probe.outcome_now();
-    if (!probe.settle(o) && before != o && before != Outcome::abandoned) {
+    const Outcome before = probe.settle(o);
+    if (before != Outcome::none && before != o && before != Outcome::abandoned) {
       ledger_.violation(std::string(name(event.type)) + " after the outcome " + name(before) +
                         ": " + probe.describe());
     }
