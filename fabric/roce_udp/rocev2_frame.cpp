@@ -51,9 +51,6 @@ std::uint32_t get32_le(const std::uint8_t* p) noexcept {
   return p[0] | (static_cast<std::uint32_t>(p[1]) << 8) | (static_cast<std::uint32_t>(p[2]) << 16) |
          (static_cast<std::uint32_t>(p[3]) << 24);
 }
-void put32_le(std::uint8_t* p, std::uint32_t v) noexcept {
-  for (std::size_t i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
 
 // DPDK's checksum helpers read their headers through these packed structs; their results are
 // in the byte order of the memory they summed, so they are stored with memcpy, not put16.
@@ -217,11 +214,10 @@ std::size_t build_rocev2_frame(const RoceEndpoint& src, const RoceEndpoint& dst,
     return 0;
   }
 
-  // The ICRC masks both checksums, so it goes first and they are computed over it.
-  std::uint8_t* const icrc_at = payload + kGsiHeadersSize + kMadSize;
-  const std::size_t ip_len_without_icrc = static_cast<std::size_t>(icrc_at - ip);
-  // Cannot be empty: the header just written is well formed and long enough.
-  put32_le(icrc_at, *compute_icrc({ip, ip_len_without_icrc}));
+  // The ICRC masks both checksums, so it goes first and they are computed over it. It cannot
+  // fail: the headers just written are well formed and long enough.
+  const std::size_t ip_length = size - kEthernetHeaderSize;
+  if (!write_icrc(out.subspan(kEthernetHeaderSize, ip_length))) return 0;
   if (ipv4) {
     store_checksum(ip + 10, rte_ipv4_cksum(as_ipv4(ip)));
   } else {
