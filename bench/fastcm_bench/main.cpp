@@ -52,7 +52,8 @@ std::string target_text(const Options& o) {
     std::snprintf(lid, sizeof lid, "LID 0x%04x ", static_cast<unsigned>(*o.target.lid));
     text = lid;
   }
-  text += "GID " + tools::gid_to_text(*o.target.gid) + ", service ID " + hex_text(o.service_id);
+  text += "GID " + tools::gid_to_text(o.target.gid ? *o.target.gid : o.target.ip->gid()) +
+          ", service ID " + hex_text(o.service_id);
   if (o.rdma_cm_port) text += " (rdma_cm TCP port " + std::to_string(*o.rdma_cm_port) + ")";
   return text;
 }

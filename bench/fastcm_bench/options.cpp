@@ -1,6 +1,8 @@
 #include "bench/fastcm_bench/options.h"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <functional>
 #include <initializer_list>
 #include <iostream>
@@ -151,7 +153,9 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
       "fastcm-bench: a connection storm through fastcm. Clients on one simulated HCA connect to "
       "one listen on another over the in-process loopback fabric (REQ, REP, RTU; with "
       "--disconnect also DREQ, DREP and time-wait), keeping a window of connections in flight, "
-      "then print a table (or JSON) of rates, latencies, shard balance, memory and leaks.",
+      "then print a table (or JSON) of rates, latencies, shard balance, memory and leaks. With "
+      "--role server and --role client the two sides run as two processes over --fabric umad "
+      "or udp.",
       "fastcm-bench"};
   app.get_formatter()->column_width(28);
   std::string fabric = "loopback";
@@ -175,9 +179,12 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_option("--udp-port", o.udp_port, "udp: the UDP port of RoCEv2 (4791) or another")
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
+  char default_sid[24];
+  std::snprintf(default_sid, sizeof default_sid, "0x%" PRIx64, kDefaultServiceId);
   app.add_option("--service-id", o.service_id,
-                 "the listen's service ID (server: listens on it; client: connects to it)")
-      ->capture_default_str();
+                 std::string("the listen's service ID (server: listens on it; client: connects "
+                             "to it; default ") +
+                     default_sid + ")");
   std::uint16_t rdma_cm_port = 0;
   app.add_option("--rdma-cm-port", rdma_cm_port,
                  "instead of --service-id: rdma_cm's TCP port space ID for this port; a client "
@@ -186,10 +193,13 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_option("--target-lid", target_lid, "client: the listen's port LID (InfiniBand)")
       ->check(CLI::Range(1, 0xbfff));
   app.add_option("--target-gid", "client: the listen's port GID (IPv6 notation)")
+      ->type_name("GID")
       ->check(parsed_into(o.target.gid, tools::gid_from_text, "a GID (IPv6 notation)"));
   app.add_option("--target-ip", "client: the listen's IP address (on RoCE and udp its GID too)")
+      ->type_name("IP")
       ->check(parsed_into(o.target.ip, parse_ip_address, "an IPv4 or IPv6 address"));
   app.add_option("--source-ip", "client with --rdma-cm-port: the header's source address")
+      ->type_name("IP")
       ->check(parsed_into(o.source_ip, parse_ip_address, "an IPv4 or IPv6 address"));
   app.add_option("--connections,-n", o.connections,
                  "connections to open (with --duration: at most this many); --role server: "
@@ -256,7 +266,6 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
     o.service_id = rdma_cm::service_id(rdma_cm::PortSpace::tcp, rdma_cm_port);
   }
   if (app.count("--target-lid") > 0) o.target.lid = target_lid;
-  if (!o.target.gid && o.target.ip) o.target.gid = o.target.ip->gid();
   if (const std::string conflict = check_combination(app, o); !conflict.empty()) {
     std::cerr << "fastcm-bench: " << conflict << '\n';
     exit_code = 2;

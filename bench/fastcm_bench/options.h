@@ -27,7 +27,7 @@ inline constexpr std::uint64_t kDefaultServiceId = 0x1000'0000'0000'FCB0;
 // What the client role connects to (see target_path.h for the path it builds from it).
 struct Target {
   std::optional<Lid> lid;       // --target-lid: InfiniBand only
-  std::optional<Gid> gid;       // --target-gid, else --target-ip's GID
+  std::optional<Gid> gid;       // --target-gid (on RoCE and udp --target-ip's GID stands in)
   std::optional<IpAddress> ip;  // --target-ip: the rdma_cm header's destination
 };
 

@@ -57,7 +57,7 @@ struct RigCounters {
 
 struct Teardown {
   double wall_s = 0;
-  std::uint64_t destroyed = 0;  // established endpoints destroyed (each sends a DREQ)
+  std::uint64_t destroyed = 0;  // endpoints the teardown destroyed (established ones send a DREQ)
   bool drained = false;         // every MAD came back before the deadline
 };
 

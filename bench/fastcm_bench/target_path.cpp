@@ -30,8 +30,13 @@ Gid roce_source_gid(const PortAttr& port, const Gid& remote, const std::optional
 std::optional<Path> target_path(const PortAttr& local, const Target& target,
                                 const std::optional<IpAddress>& source_ip, std::string& error) {
   const bool roce = local.link_layer == LinkLayer::ethernet;
-  if (!target.gid) {
-    error = "the target needs a GID (--target-gid, or on RoCE --target-ip)";
+  // On RoCE an IP address is a GID; on InfiniBand --target-ip names only rdma_cm's header.
+  const std::optional<Gid> remote_gid =
+      target.gid ? target.gid : roce && target.ip ? std::optional<Gid>(target.ip->gid()) : std::nullopt;
+  if (!remote_gid) {
+    error = "port " + std::to_string(local.port_num) +
+            " is InfiniBand: the listen's GID must be given (--target-gid; --target-ip is only "
+            "rdma_cm's header there)";
     return std::nullopt;
   }
   if (roce && target.lid) {
@@ -48,7 +53,7 @@ std::optional<Path> target_path(const PortAttr& local, const Target& target,
   Path p;
   p.local_lid = local.lid;
   p.remote_lid = roce ? local.lid : *target.lid;
-  p.remote_gid = *target.gid;
+  p.remote_gid = *remote_gid;
   p.local_gid = roce ? roce_source_gid(local, p.remote_gid, source_ip)
                      : (local.gids().empty() ? Gid{} : local.gids().front());
   p.hop_limit = roce ? kRoceHopLimit : 0;

@@ -3,8 +3,8 @@
 // and the target the command line names; the fields it assumes:
 // - local LID, GID: the port's base LID and its GID at index 0; on RoCE the port's GID of
 //   --source-ip when it has one, else its first GID of the target's kind (IPv4-mapped or not);
-// - remote LID, GID: --target-lid and --target-gid (or --target-ip's GID); on RoCE both LIDs are
-//   the port's (0: RoCE has none);
+// - remote LID, GID: --target-lid and --target-gid (on RoCE --target-ip's GID when no GID is
+//   given); on RoCE both LIDs are the port's (0: RoCE has none);
 // - P_Key: the port's P_Key at index 0 (0xffff, the default partition, when the table is empty);
 // - MTU: the local port's active MTU (the remote's is not known; a listen on a port with a
 //   smaller MTU answers REJ 26 "invalid MTU" with its own);
@@ -29,7 +29,8 @@ namespace fastcm::bench {
 inline constexpr std::uint8_t kRoceHopLimit = 64;
 
 // The path from `local` to `target`. Returns nullopt with `error` set when the target does not
-// fit the port's link layer: InfiniBand needs --target-lid and a GID; RoCE takes no LID.
+// fit the port's link layer: InfiniBand needs --target-lid and --target-gid; RoCE takes no LID
+// and a GID or an IP address.
 // Thread contract: pure.
 [[nodiscard]] std::optional<Path> target_path(const PortAttr& local, const Target& target,
                                               const std::optional<IpAddress>& source_ip,
