@@ -37,7 +37,7 @@ void init_from_cpp(C* out) noexcept {
 
 extern "C" {
 
-void fastcm_listen_params_init(fastcm_listen_params* params) {
+void fastcm_listen_params_init(fastcm_listen_params* params) noexcept {
   if (params == nullptr) return;
   const fastcm::ListenParams d;
   *params = fastcm_listen_params{};
@@ -49,7 +49,7 @@ void fastcm_listen_params_init(fastcm_listen_params* params) {
   params->context = d.context;
 }
 
-fastcm_status fastcm_listen(fastcm_engine* engine, const fastcm_listen_params* params, fastcm_id* out) {
+fastcm_status fastcm_listen(fastcm_engine* engine, const fastcm_listen_params* params, fastcm_id* out) noexcept {
   if (engine == nullptr || params == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] {
     fastcm::ListenParams p;
@@ -68,7 +68,7 @@ fastcm_status fastcm_listen(fastcm_engine* engine, const fastcm_listen_params* p
 }
 
 fastcm_status fastcm_create_id(fastcm_engine* engine, const fastcm_delivery* delivery, void* context,
-                               fastcm_id* out) {
+                               fastcm_id* out) noexcept {
   if (engine == nullptr || delivery == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] {
     fastcm::Delivery d;
@@ -80,71 +80,71 @@ fastcm_status fastcm_create_id(fastcm_engine* engine, const fastcm_delivery* del
   });
 }
 
-fastcm_status fastcm_set_context(fastcm_engine* engine, fastcm_id id, void* context) {
+fastcm_status fastcm_set_context(fastcm_engine* engine, fastcm_id id, void* context) noexcept {
   if (engine == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] { return to_c(engine->engine->set_context(id_of(id), context)); });
 }
 
-void fastcm_path_init(fastcm_path* path) { init_from_cpp<fastcm::Path>(path); }
-void fastcm_req_params_init(fastcm_req_params* params) { init_from_cpp<fastcm::ReqParams>(params); }
-void fastcm_rep_params_init(fastcm_rep_params* params) { init_from_cpp<fastcm::RepParams>(params); }
-void fastcm_rej_params_init(fastcm_rej_params* params) { init_from_cpp<fastcm::RejParams>(params); }
-void fastcm_mra_params_init(fastcm_mra_params* params) { init_from_cpp<fastcm::MraParams>(params); }
-void fastcm_lap_params_init(fastcm_lap_params* params) { init_from_cpp<fastcm::LapParams>(params); }
-void fastcm_apr_params_init(fastcm_apr_params* params) { init_from_cpp<fastcm::AprParams>(params); }
-void fastcm_sidr_req_params_init(fastcm_sidr_req_params* params) { init_from_cpp<fastcm::SidrReqParams>(params); }
-void fastcm_sidr_rep_params_init(fastcm_sidr_rep_params* params) { init_from_cpp<fastcm::SidrRepParams>(params); }
+void fastcm_path_init(fastcm_path* path) noexcept { init_from_cpp<fastcm::Path>(path); }
+void fastcm_req_params_init(fastcm_req_params* params) noexcept { init_from_cpp<fastcm::ReqParams>(params); }
+void fastcm_rep_params_init(fastcm_rep_params* params) noexcept { init_from_cpp<fastcm::RepParams>(params); }
+void fastcm_rej_params_init(fastcm_rej_params* params) noexcept { init_from_cpp<fastcm::RejParams>(params); }
+void fastcm_mra_params_init(fastcm_mra_params* params) noexcept { init_from_cpp<fastcm::MraParams>(params); }
+void fastcm_lap_params_init(fastcm_lap_params* params) noexcept { init_from_cpp<fastcm::LapParams>(params); }
+void fastcm_apr_params_init(fastcm_apr_params* params) noexcept { init_from_cpp<fastcm::AprParams>(params); }
+void fastcm_sidr_req_params_init(fastcm_sidr_req_params* params) noexcept { init_from_cpp<fastcm::SidrReqParams>(params); }
+void fastcm_sidr_rep_params_init(fastcm_sidr_rep_params* params) noexcept { init_from_cpp<fastcm::SidrRepParams>(params); }
 
-fastcm_status fastcm_send_req(fastcm_engine* engine, fastcm_id id, const fastcm_req_params* params) {
+fastcm_status fastcm_send_req(fastcm_engine* engine, fastcm_id id, const fastcm_req_params* params) noexcept {
   return send_with(engine, params, [id](fastcm::Engine& e, const auto& p) { return e.send_req(id_of(id), p); });
 }
-fastcm_status fastcm_send_rep(fastcm_engine* engine, fastcm_id id, const fastcm_rep_params* params) {
+fastcm_status fastcm_send_rep(fastcm_engine* engine, fastcm_id id, const fastcm_rep_params* params) noexcept {
   return send_with(engine, params, [id](fastcm::Engine& e, const auto& p) { return e.send_rep(id_of(id), p); });
 }
-fastcm_status fastcm_send_rej(fastcm_engine* engine, fastcm_id id, const fastcm_rej_params* params) {
+fastcm_status fastcm_send_rej(fastcm_engine* engine, fastcm_id id, const fastcm_rej_params* params) noexcept {
   return send_with(engine, params, [id](fastcm::Engine& e, const auto& p) { return e.send_rej(id_of(id), p); });
 }
-fastcm_status fastcm_send_mra(fastcm_engine* engine, fastcm_id id, const fastcm_mra_params* params) {
+fastcm_status fastcm_send_mra(fastcm_engine* engine, fastcm_id id, const fastcm_mra_params* params) noexcept {
   return send_with(engine, params, [id](fastcm::Engine& e, const auto& p) { return e.send_mra(id_of(id), p); });
 }
-fastcm_status fastcm_send_lap(fastcm_engine* engine, fastcm_id id, const fastcm_lap_params* params) {
+fastcm_status fastcm_send_lap(fastcm_engine* engine, fastcm_id id, const fastcm_lap_params* params) noexcept {
   return send_with(engine, params, [id](fastcm::Engine& e, const auto& p) { return e.send_lap(id_of(id), p); });
 }
-fastcm_status fastcm_send_apr(fastcm_engine* engine, fastcm_id id, const fastcm_apr_params* params) {
+fastcm_status fastcm_send_apr(fastcm_engine* engine, fastcm_id id, const fastcm_apr_params* params) noexcept {
   return send_with(engine, params, [id](fastcm::Engine& e, const auto& p) { return e.send_apr(id_of(id), p); });
 }
-fastcm_status fastcm_send_sidr_req(fastcm_engine* engine, fastcm_id id, const fastcm_sidr_req_params* params) {
+fastcm_status fastcm_send_sidr_req(fastcm_engine* engine, fastcm_id id, const fastcm_sidr_req_params* params) noexcept {
   return send_with(engine, params,
                    [id](fastcm::Engine& e, const auto& p) { return e.send_sidr_req(id_of(id), p); });
 }
-fastcm_status fastcm_send_sidr_rep(fastcm_engine* engine, fastcm_id id, const fastcm_sidr_rep_params* params) {
+fastcm_status fastcm_send_sidr_rep(fastcm_engine* engine, fastcm_id id, const fastcm_sidr_rep_params* params) noexcept {
   return send_with(engine, params,
                    [id](fastcm::Engine& e, const auto& p) { return e.send_sidr_rep(id_of(id), p); });
 }
 
 fastcm_status fastcm_send_rtu(fastcm_engine* engine, fastcm_id id, const uint8_t* private_data,
-                              size_t private_data_len) {
+                              size_t private_data_len) noexcept {
   return send_bytes(engine, private_data, private_data_len,
                     [id](fastcm::Engine& e, auto data) { return e.send_rtu(id_of(id), data); });
 }
 fastcm_status fastcm_send_dreq(fastcm_engine* engine, fastcm_id id, const uint8_t* private_data,
-                               size_t private_data_len) {
+                               size_t private_data_len) noexcept {
   return send_bytes(engine, private_data, private_data_len,
                     [id](fastcm::Engine& e, auto data) { return e.send_dreq(id_of(id), data); });
 }
 fastcm_status fastcm_send_drep(fastcm_engine* engine, fastcm_id id, const uint8_t* private_data,
-                               size_t private_data_len) {
+                               size_t private_data_len) noexcept {
   return send_bytes(engine, private_data, private_data_len,
                     [id](fastcm::Engine& e, auto data) { return e.send_drep(id_of(id), data); });
 }
 
-fastcm_status fastcm_establish(fastcm_engine* engine, fastcm_id id) {
+fastcm_status fastcm_establish(fastcm_engine* engine, fastcm_id id) noexcept {
   if (engine == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] { return to_c(engine->engine->establish(id_of(id))); });
 }
 
 fastcm_status fastcm_init_qp_attr(const fastcm_engine* engine, fastcm_id id, fastcm_qp_state state,
-                                  fastcm_qp_attr* out) {
+                                  fastcm_qp_attr* out) noexcept {
   if (engine == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] {
     fastcm::QpAttr attr;
@@ -155,7 +155,7 @@ fastcm_status fastcm_init_qp_attr(const fastcm_engine* engine, fastcm_id id, fas
 }
 
 fastcm_status fastcm_last_private_data(const fastcm_engine* engine, fastcm_id id, const uint8_t** data,
-                                       size_t* len) {
+                                       size_t* len) noexcept {
   if (engine == nullptr || data == nullptr || len == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] {
     std::span<const std::uint8_t> got;
@@ -168,7 +168,7 @@ fastcm_status fastcm_last_private_data(const fastcm_engine* engine, fastcm_id id
   });
 }
 
-fastcm_status fastcm_connection_info_get(const fastcm_engine* engine, fastcm_id id, fastcm_connection_info* out) {
+fastcm_status fastcm_connection_info_get(const fastcm_engine* engine, fastcm_id id, fastcm_connection_info* out) noexcept {
   if (engine == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] {
     fastcm::ConnectionInfo info;
@@ -178,12 +178,12 @@ fastcm_status fastcm_connection_info_get(const fastcm_engine* engine, fastcm_id 
   });
 }
 
-fastcm_status fastcm_destroy(fastcm_engine* engine, fastcm_id id, fastcm_destroyed_fn on_destroyed, void* ctx) {
+fastcm_status fastcm_destroy(fastcm_engine* engine, fastcm_id id, fastcm_destroyed_fn on_destroyed, void* ctx) noexcept {
   if (engine == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] { return to_c(engine->engine->destroy(id_of(id), on_destroyed, ctx)); });
 }
 
-fastcm_status fastcm_destroy_sync(fastcm_engine* engine, fastcm_id id) {
+fastcm_status fastcm_destroy_sync(fastcm_engine* engine, fastcm_id id) noexcept {
   if (engine == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] { return to_c(engine->engine->destroy_sync(id_of(id))); });
 }

@@ -32,12 +32,12 @@ fastcm_status read_counters(fastcm_port_counters* out, size_t count, Read&& read
 
 extern "C" {
 
-void fastcm_engine_config_init(fastcm_engine_config* config) {
+void fastcm_engine_config_init(fastcm_engine_config* config) noexcept {
   if (config != nullptr) *config = fastcm::capi::to_c(fastcm::EngineConfig{});
 }
 
 fastcm_status fastcm_engine_create(fastcm_fabric* fabric, const fastcm_clock* clock,
-                                   const fastcm_engine_config* config, fastcm_engine** out) {
+                                   const fastcm_engine_config* config, fastcm_engine** out) noexcept {
   if (fabric == nullptr || config == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] {
     auto handle = std::make_unique<fastcm_engine>(clock);
@@ -48,18 +48,18 @@ fastcm_status fastcm_engine_create(fastcm_fabric* fabric, const fastcm_clock* cl
   });
 }
 
-void fastcm_engine_destroy(fastcm_engine* engine) { delete engine; }
+void fastcm_engine_destroy(fastcm_engine* engine) noexcept { delete engine; }
 
-size_t fastcm_progress(fastcm_engine* engine) { return engine->engine->progress(); }
+size_t fastcm_progress(fastcm_engine* engine) noexcept { return engine->engine->progress(); }
 
-bool fastcm_next_timer_ns(const fastcm_engine* engine, uint64_t* out) {
+bool fastcm_next_timer_ns(const fastcm_engine* engine, uint64_t* out) noexcept {
   const std::optional<std::uint64_t> next = engine->engine->next_timer_ns();
   if (next && out != nullptr) *out = *next;
   return next.has_value();
 }
 
 fastcm_status fastcm_create_event_queue(fastcm_engine* engine, uint32_t capacity,
-                                        fastcm_event_queue** out) {
+                                        fastcm_event_queue** out) noexcept {
   if (engine == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] {
     fastcm::EventQueue* queue = engine->engine->create_event_queue(capacity);
@@ -69,11 +69,11 @@ fastcm_status fastcm_create_event_queue(fastcm_engine* engine, uint32_t capacity
   });
 }
 
-int fastcm_event_queue_fd(const fastcm_event_queue* queue) { return cpp(queue).event_fd(); }
+int fastcm_event_queue_fd(const fastcm_event_queue* queue) noexcept { return cpp(queue).event_fd(); }
 
-size_t fastcm_event_queue_size(const fastcm_event_queue* queue) { return cpp(queue).size(); }
+size_t fastcm_event_queue_size(const fastcm_event_queue* queue) noexcept { return cpp(queue).size(); }
 
-size_t fastcm_poll(fastcm_engine* engine, fastcm_event_queue* queue, fastcm_event* events, size_t max) {
+size_t fastcm_poll(fastcm_engine* engine, fastcm_event_queue* queue, fastcm_event* events, size_t max) noexcept {
   // Polled in chunks through C++ events on the stack: nothing allocates.
   std::array<fastcm::Event, 32> chunk;
   size_t taken = 0;
@@ -87,27 +87,27 @@ size_t fastcm_poll(fastcm_engine* engine, fastcm_event_queue* queue, fastcm_even
   return taken;
 }
 
-void fastcm_retain(fastcm_engine* engine, const fastcm_event* event) {
+void fastcm_retain(fastcm_engine* engine, const fastcm_event* event) noexcept {
   if (event->mad != nullptr) engine->engine->retain(mad_of(event));
 }
 
-void fastcm_release(fastcm_engine* engine, const fastcm_event* event) {
+void fastcm_release(fastcm_engine* engine, const fastcm_event* event) noexcept {
   if (event->mad != nullptr) engine->engine->release(mad_of(event));
 }
 
-fastcm_status fastcm_counters(const fastcm_engine* engine, fastcm_port_counters* out, size_t count) {
+fastcm_status fastcm_counters(const fastcm_engine* engine, fastcm_port_counters* out, size_t count) noexcept {
   if (engine == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return read_counters(out, count, [engine](std::span<fastcm::PortCounters> all) { engine->engine->counters(all); });
 }
 
 fastcm_status fastcm_shard_counters(const fastcm_engine* engine, uint32_t shard, fastcm_port_counters* out,
-                                    size_t count) {
+                                    size_t count) noexcept {
   if (engine == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return read_counters(out, count, [engine, shard](std::span<fastcm::PortCounters> all) {
     engine->engine->shard_counters(shard, all);
   });
 }
 
-uint32_t fastcm_mad_buffers_in_use(const fastcm_engine* engine) { return engine->engine->mad_buffers_in_use(); }
+uint32_t fastcm_mad_buffers_in_use(const fastcm_engine* engine) noexcept { return engine->engine->mad_buffers_in_use(); }
 
 }  // extern "C"

@@ -219,7 +219,7 @@ using fastcm::capi::name_of;
 
 extern "C" {
 
-const char* fastcm_strerror(int status) {
+const char* fastcm_strerror(int status) noexcept {
   switch (status) {
     case FASTCM_ERR_NO_MEMORY: return "no_memory";
     case FASTCM_ERR_CREATE_FAILED: return "create_failed";
@@ -229,18 +229,18 @@ const char* fastcm_strerror(int status) {
   return status >= 0 && status <= FASTCM_ERR_NOT_SUPPORTED ? name_of<fastcm::Status>(status) : "unknown";
 }
 
-const char* fastcm_version(void) { return FASTCM_VERSION_STRING; }
+const char* fastcm_version(void) noexcept { return FASTCM_VERSION_STRING; }
 
-const char* fastcm_rej_reason_str(int reason) { return name_of<fastcm::RejReason>(reason); }
-const char* fastcm_message_kind_str(int kind) { return name_of<fastcm::MessageKind>(kind); }
-const char* fastcm_apr_status_str(int status) { return name_of<fastcm::AprStatus>(status); }
-const char* fastcm_sidr_status_str(int status) { return name_of<fastcm::SidrStatus>(status); }
-const char* fastcm_cm_message_str(int message) { return name_of<fastcm::CmMessageKind>(message); }
-const char* fastcm_cep_state_str(int state) { return name_of<fastcm::CepState>(state); }
-const char* fastcm_event_type_str(int type) { return name_of<fastcm::EventType>(type); }
+const char* fastcm_rej_reason_str(int reason) noexcept { return name_of<fastcm::RejReason>(reason); }
+const char* fastcm_message_kind_str(int kind) noexcept { return name_of<fastcm::MessageKind>(kind); }
+const char* fastcm_apr_status_str(int status) noexcept { return name_of<fastcm::AprStatus>(status); }
+const char* fastcm_sidr_status_str(int status) noexcept { return name_of<fastcm::SidrStatus>(status); }
+const char* fastcm_cm_message_str(int message) noexcept { return name_of<fastcm::CmMessageKind>(message); }
+const char* fastcm_cep_state_str(int state) noexcept { return name_of<fastcm::CepState>(state); }
+const char* fastcm_event_type_str(int type) noexcept { return name_of<fastcm::EventType>(type); }
 
-size_t fastcm_drop_reason_count(void) { return fastcm::kDropReasons; }
-const char* fastcm_drop_reason_str(size_t reason) {
+size_t fastcm_drop_reason_count(void) noexcept { return fastcm::kDropReasons; }
+const char* fastcm_drop_reason_str(size_t reason) noexcept {
   return reason < fastcm::kDropReasons ? name_of<fastcm::DropReason>(reason) : nullptr;
 }
 

@@ -11,9 +11,9 @@ using fastcm::capi::guarded;
 
 extern "C" {
 
-size_t fastcm_fabric_port_count(const fastcm_fabric* fabric) { return cpp(fabric).ports().size(); }
+size_t fastcm_fabric_port_count(const fastcm_fabric* fabric) noexcept { return cpp(fabric).ports().size(); }
 
-fastcm_status fastcm_fabric_port(const fastcm_fabric* fabric, size_t index, fastcm_port_attr* out) {
+fastcm_status fastcm_fabric_port(const fastcm_fabric* fabric, size_t index, fastcm_port_attr* out) noexcept {
   if (fabric == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   const auto ports = cpp(fabric).ports();
   if (index >= ports.size()) return FASTCM_ERR_INVALID_ARGUMENT;
@@ -21,7 +21,7 @@ fastcm_status fastcm_fabric_port(const fastcm_fabric* fabric, size_t index, fast
   return FASTCM_OK;
 }
 
-void fastcm_loopback_config_init(fastcm_loopback_config* config) {
+void fastcm_loopback_config_init(fastcm_loopback_config* config) noexcept {
   if (config == nullptr) return;
   const fastcm::loopback::LoopbackConfig d;
   *config = fastcm_loopback_config{.hcas = 2, .ports_per_hca = 1, .rx_queue_depth = d.rx_queue_depth,
@@ -29,7 +29,7 @@ void fastcm_loopback_config_init(fastcm_loopback_config* config) {
 }
 
 fastcm_status fastcm_loopback_create(const fastcm_loopback_config* config, const fastcm_clock* clock,
-                                     fastcm_loopback** out) {
+                                     fastcm_loopback** out) noexcept {
   if (config == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] {
     // make() and the fabric's constructor check every value (std::invalid_argument).
@@ -41,17 +41,17 @@ fastcm_status fastcm_loopback_create(const fastcm_loopback_config* config, const
   });
 }
 
-void fastcm_loopback_destroy(fastcm_loopback* loopback) { delete loopback; }
+void fastcm_loopback_destroy(fastcm_loopback* loopback) noexcept { delete loopback; }
 
-size_t fastcm_loopback_hca_count(const fastcm_loopback* loopback) { return loopback->fabric.hca_count(); }
+size_t fastcm_loopback_hca_count(const fastcm_loopback* loopback) noexcept { return loopback->fabric.hca_count(); }
 
-fastcm_fabric* fastcm_loopback_hca(fastcm_loopback* loopback, size_t index) {
+fastcm_fabric* fastcm_loopback_hca(fastcm_loopback* loopback, size_t index) noexcept {
   if (loopback == nullptr || index >= loopback->fabric.hca_count()) return nullptr;
   return reinterpret_cast<fastcm_fabric*>(&loopback->fabric.hca(index));
 }
 
 void fastcm_loopback_path_record(const fastcm_port_attr* from, const fastcm_port_attr* to,
-                                 uint8_t packet_life_time, fastcm_path* out) {
+                                 uint8_t packet_life_time, fastcm_path* out) noexcept {
   using fastcm::capi::from_c;
   *out = fastcm::capi::to_c(fastcm::loopback::path_record(from_c(*from), from_c(*to), packet_life_time));
 }

@@ -1,7 +1,8 @@
 /* The fastcm C API: the whole C++ API of fastcm/engine.h for C callers (C99 or later).
  *
- * Every type here is plain C; handles are opaque. No C++ exception crosses a call: the library
- * catches them and answers FASTCM_ERR_NO_MEMORY or FASTCM_ERR_INTERNAL. Values mirror the C++ API
+ * Every type here is plain C; handles are opaque. No C++ exception crosses a call: calls with a
+ * status catch them (FASTCM_ERR_NO_MEMORY, FASTCM_ERR_INTERNAL); the others cannot fail, and an
+ * internal error inside one ends the process (they are noexcept). Values mirror the C++ API
  * one for one (capi/ checks every number at compile time), so the C++ header comments are the
  * reference for the protocol meaning of each field.
  *
@@ -19,6 +20,9 @@
  * call answers FASTCM_ERR_INVALID_ARGUMENT for a NULL pointer it needs, FASTCM_ERR_NO_MEMORY when
  * an allocation failed and FASTCM_ERR_INTERNAL for an unexpected C++ exception (a bug). A failed
  * call changes nothing and leaves its outputs untouched.
+ *
+ * Handles passed to a call must be live (created and not yet destroyed); only the calls that say
+ * so accept NULL, and the calls without a status do not check.
  *
  * Ownership: pointers passed in are borrowed for the call only, unless a call says otherwise.
  * Events borrow the received MAD (see fastcm_event).
@@ -39,6 +43,13 @@
 extern "C" {
 #endif
 
+/* No call throws; C++ callers see it in the type. */
+#ifdef __cplusplus
+#define FASTCM_NOEXCEPT noexcept
+#else
+#define FASTCM_NOEXCEPT
+#endif
+
 /* ---- errors ----------------------------------------------------------------------------------- */
 
 typedef enum fastcm_status {
@@ -57,10 +68,10 @@ typedef enum fastcm_status {
 } fastcm_status;
 
 /* The code's name ("stale_id"), static storage; "unknown" for other values. Any thread. */
-const char* fastcm_strerror(int status);
+const char* fastcm_strerror(int status) FASTCM_NOEXCEPT;
 
 /* The library's version ("0.1.0"), to compare with FASTCM_VERSION_STRING. Any thread. */
-const char* fastcm_version(void);
+const char* fastcm_version(void) FASTCM_NOEXCEPT;
 
 /* ---- the CM codes (fastcm/cm_enums.h) --------------------------------------------------------- */
 
@@ -192,15 +203,15 @@ typedef enum fastcm_event_type {
 /* Names of the values above ("consumer_reject"), static storage; "unknown" for other values.
  * Any thread. The drop reasons have no C enum: they are indexes 0 .. fastcm_drop_reason_count()-1
  * of fastcm_port_counters.drops, named by fastcm_drop_reason_str (NULL beyond the count). */
-const char* fastcm_rej_reason_str(int reason);
-const char* fastcm_message_kind_str(int kind);
-const char* fastcm_apr_status_str(int status);
-const char* fastcm_sidr_status_str(int status);
-const char* fastcm_cm_message_str(int message);
-const char* fastcm_cep_state_str(int state);
-const char* fastcm_event_type_str(int type);
-size_t fastcm_drop_reason_count(void);
-const char* fastcm_drop_reason_str(size_t reason);
+const char* fastcm_rej_reason_str(int reason) FASTCM_NOEXCEPT;
+const char* fastcm_message_kind_str(int kind) FASTCM_NOEXCEPT;
+const char* fastcm_apr_status_str(int status) FASTCM_NOEXCEPT;
+const char* fastcm_sidr_status_str(int status) FASTCM_NOEXCEPT;
+const char* fastcm_cm_message_str(int message) FASTCM_NOEXCEPT;
+const char* fastcm_cep_state_str(int state) FASTCM_NOEXCEPT;
+const char* fastcm_event_type_str(int type) FASTCM_NOEXCEPT;
+size_t fastcm_drop_reason_count(void) FASTCM_NOEXCEPT;
+const char* fastcm_drop_reason_str(size_t reason) FASTCM_NOEXCEPT;
 
 /* ---- basic types ------------------------------------------------------------------------------- */
 
@@ -274,8 +285,8 @@ typedef struct fastcm_port_attr {
 
 /* The fabric's ports, indexed from 0. Any thread. fastcm_fabric_port: FASTCM_ERR_INVALID_ARGUMENT
  * for an index >= fastcm_fabric_port_count. */
-size_t fastcm_fabric_port_count(const fastcm_fabric* fabric);
-fastcm_status fastcm_fabric_port(const fastcm_fabric* fabric, size_t index, fastcm_port_attr* out);
+size_t fastcm_fabric_port_count(const fastcm_fabric* fabric) FASTCM_NOEXCEPT;
+fastcm_status fastcm_fabric_port(const fastcm_fabric* fabric, size_t index, fastcm_port_attr* out) FASTCM_NOEXCEPT;
 
 /* The in-process loopback fabric: simulated HCAs joined by a simulated switch. */
 typedef struct fastcm_loopback fastcm_loopback;
@@ -288,21 +299,21 @@ typedef struct fastcm_loopback_config {
 } fastcm_loopback_config;
 
 /* Defaults: 2 HCAs of 1 port, queue depth 2048, seed 1. Any thread. */
-void fastcm_loopback_config_init(fastcm_loopback_config* config);
+void fastcm_loopback_config_init(fastcm_loopback_config* config) FASTCM_NOEXCEPT;
 /* Creates the fabric; clock (NULL: CLOCK_MONOTONIC) times its injected delays. Errors:
  * FASTCM_ERR_INVALID_ARGUMENT (a count or depth out of range), FASTCM_ERR_NO_RESOURCES (no eventfd
  * or ring). Any thread. */
 fastcm_status fastcm_loopback_create(const fastcm_loopback_config* config, const fastcm_clock* clock,
-                                     fastcm_loopback** out);
+                                     fastcm_loopback** out) FASTCM_NOEXCEPT;
 /* Frees it. Every engine on its HCAs must be destroyed first. NULL does nothing. */
-void fastcm_loopback_destroy(fastcm_loopback* loopback);
-size_t fastcm_loopback_hca_count(const fastcm_loopback* loopback);
+void fastcm_loopback_destroy(fastcm_loopback* loopback) FASTCM_NOEXCEPT;
+size_t fastcm_loopback_hca_count(const fastcm_loopback* loopback) FASTCM_NOEXCEPT;
 /* HCA `index` as a fabric, valid until fastcm_loopback_destroy; NULL for an index out of range. */
-fastcm_fabric* fastcm_loopback_hca(fastcm_loopback* loopback, size_t index);
+fastcm_fabric* fastcm_loopback_hca(fastcm_loopback* loopback, size_t index) FASTCM_NOEXCEPT;
 /* The path a subnet manager would give from port `from` to port `to` (the loopback has no SA):
  * both LIDs and first GIDs, the smaller MTU, the sender's rate, P_Key 0xffff, SL 0. Pure. */
 void fastcm_loopback_path_record(const fastcm_port_attr* from, const fastcm_port_attr* to,
-                                 uint8_t packet_life_time, fastcm_path* out);
+                                 uint8_t packet_life_time, fastcm_path* out) FASTCM_NOEXCEPT;
 
 /* ---- engines ----------------------------------------------------------------------------------- */
 
@@ -336,25 +347,25 @@ typedef struct fastcm_engine_config {
 } fastcm_engine_config;
 
 /* The C++ defaults (1 shard, workers, engine-owned EAL, 65536 endpoints, ...). Any thread. */
-void fastcm_engine_config_init(fastcm_engine_config* config);
+void fastcm_engine_config_init(fastcm_engine_config* config) FASTCM_NOEXCEPT;
 
 /* Creates an engine over the fabric's ports; the fabric must outlive it. clock (NULL:
  * CLOCK_MONOTONIC) drives every protocol timer. Errors: FASTCM_ERR_CREATE_FAILED (a configuration
  * value out of range, EAL failed to start, or FASTCM_EAL_APPLICATION without an EAL). Any thread;
  * blocks while it allocates its tables and, the first time, while EAL starts. */
 fastcm_status fastcm_engine_create(fastcm_fabric* fabric, const fastcm_clock* clock,
-                                   const fastcm_engine_config* config, fastcm_engine** out);
+                                   const fastcm_engine_config* config, fastcm_engine** out) FASTCM_NOEXCEPT;
 /* Stops the workers and frees the engine, its event queues and every pending event: no callback
  * runs once it returns. Not from a callback. Blocks until the workers have stopped. NULL does
  * nothing. */
-void fastcm_engine_destroy(fastcm_engine* engine);
+void fastcm_engine_destroy(fastcm_engine* engine) FASTCM_NOEXCEPT;
 
 /* FASTCM_THREADING_CALLER: polls every port once and runs every shard on the calling thread;
  * returns how much it did (0: idle). FASTCM_THREADING_WORKERS: returns 0. */
-size_t fastcm_progress(fastcm_engine* engine);
+size_t fastcm_progress(fastcm_engine* engine) FASTCM_NOEXCEPT;
 /* The clock time of the earliest pending protocol timer in *out and true, or false (and *out
  * untouched) when none is armed: an idle reactor may sleep until then. */
-bool fastcm_next_timer_ns(const fastcm_engine* engine, uint64_t* out);
+bool fastcm_next_timer_ns(const fastcm_engine* engine, uint64_t* out) FASTCM_NOEXCEPT;
 
 /* ---- events ------------------------------------------------------------------------------------ */
 
@@ -473,20 +484,20 @@ typedef struct fastcm_delivery {
 /* A bounded queue for poll delivery (capacity 1..2^20 events), owned by the engine until
  * fastcm_engine_destroy. Errors: FASTCM_ERR_INVALID_ARGUMENT (capacity out of range). Any thread. */
 fastcm_status fastcm_create_event_queue(fastcm_engine* engine, uint32_t capacity,
-                                        fastcm_event_queue** out);
+                                        fastcm_event_queue** out) FASTCM_NOEXCEPT;
 /* An eventfd readable while the queue holds events, for epoll loops; owned by the queue (never
  * close it). Any thread. */
-int fastcm_event_queue_fd(const fastcm_event_queue* queue);
+int fastcm_event_queue_fd(const fastcm_event_queue* queue) FASTCM_NOEXCEPT;
 /* Events waiting (a snapshot). Any thread. */
-size_t fastcm_event_queue_size(const fastcm_event_queue* queue);
+size_t fastcm_event_queue_size(const fastcm_event_queue* queue) FASTCM_NOEXCEPT;
 /* Takes up to `max` events into events[0..n) and returns n; each must be given back with
  * fastcm_release. Never blocks. Any thread, one at a time per queue. */
 size_t fastcm_poll(fastcm_engine* engine, fastcm_event_queue* queue, fastcm_event* events,
-                   size_t max);
+                   size_t max) FASTCM_NOEXCEPT;
 /* Keeps a callback event's MAD alive after the callback returns (no-op for mad == NULL). */
-void fastcm_retain(fastcm_engine* engine, const fastcm_event* event);
+void fastcm_retain(fastcm_engine* engine, const fastcm_event* event) FASTCM_NOEXCEPT;
 /* Gives back a polled or retained event's MAD (no-op for mad == NULL). */
-void fastcm_release(fastcm_engine* engine, const fastcm_event* event);
+void fastcm_release(fastcm_engine* engine, const fastcm_event* event) FASTCM_NOEXCEPT;
 
 /* ---- listens and endpoints --------------------------------------------------------------------- */
 
@@ -507,17 +518,17 @@ typedef struct fastcm_listen_params {
 } fastcm_listen_params;
 
 /* Defaults: mask all ones, every port, backlog 1024, REJ when full, no delivery. */
-void fastcm_listen_params_init(fastcm_listen_params* params);
+void fastcm_listen_params_init(fastcm_listen_params* params) FASTCM_NOEXCEPT;
 /* Errors: FASTCM_ERR_INVALID_ARGUMENT (bad port, no delivery), FASTCM_ERR_SERVICE_IN_USE,
  * FASTCM_ERR_NO_RESOURCES. */
 fastcm_status fastcm_listen(fastcm_engine* engine, const fastcm_listen_params* params,
-                            fastcm_id* out);
+                            fastcm_id* out) FASTCM_NOEXCEPT;
 /* A new idle endpoint for the active side. Errors: FASTCM_ERR_NO_RESOURCES,
  * FASTCM_ERR_INVALID_ARGUMENT (no delivery). */
 fastcm_status fastcm_create_id(fastcm_engine* engine, const fastcm_delivery* delivery,
-                               void* context, fastcm_id* out);
+                               void* context, fastcm_id* out) FASTCM_NOEXCEPT;
 /* Errors: FASTCM_ERR_STALE_ID. */
-fastcm_status fastcm_set_context(fastcm_engine* engine, fastcm_id id, void* context);
+fastcm_status fastcm_set_context(fastcm_engine* engine, fastcm_id id, void* context) FASTCM_NOEXCEPT;
 
 /* ---- sends (parameters = fastcm/params.h) -------------------------------------------------------
  * Each send answers FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE (not allowed in the endpoint's
@@ -625,36 +636,36 @@ typedef struct fastcm_sidr_rep_params {
 } fastcm_sidr_rep_params;
 
 /* The C++ defaults of each parameter struct (see fastcm/params.h). Any thread. */
-void fastcm_path_init(fastcm_path* path);
-void fastcm_req_params_init(fastcm_req_params* params);
-void fastcm_rep_params_init(fastcm_rep_params* params);
-void fastcm_rej_params_init(fastcm_rej_params* params);
-void fastcm_mra_params_init(fastcm_mra_params* params);
-void fastcm_lap_params_init(fastcm_lap_params* params);
-void fastcm_apr_params_init(fastcm_apr_params* params);
-void fastcm_sidr_req_params_init(fastcm_sidr_req_params* params);
-void fastcm_sidr_rep_params_init(fastcm_sidr_rep_params* params);
+void fastcm_path_init(fastcm_path* path) FASTCM_NOEXCEPT;
+void fastcm_req_params_init(fastcm_req_params* params) FASTCM_NOEXCEPT;
+void fastcm_rep_params_init(fastcm_rep_params* params) FASTCM_NOEXCEPT;
+void fastcm_rej_params_init(fastcm_rej_params* params) FASTCM_NOEXCEPT;
+void fastcm_mra_params_init(fastcm_mra_params* params) FASTCM_NOEXCEPT;
+void fastcm_lap_params_init(fastcm_lap_params* params) FASTCM_NOEXCEPT;
+void fastcm_apr_params_init(fastcm_apr_params* params) FASTCM_NOEXCEPT;
+void fastcm_sidr_req_params_init(fastcm_sidr_req_params* params) FASTCM_NOEXCEPT;
+void fastcm_sidr_rep_params_init(fastcm_sidr_rep_params* params) FASTCM_NOEXCEPT;
 
-fastcm_status fastcm_send_req(fastcm_engine* engine, fastcm_id id, const fastcm_req_params* params);
-fastcm_status fastcm_send_rep(fastcm_engine* engine, fastcm_id id, const fastcm_rep_params* params);
+fastcm_status fastcm_send_req(fastcm_engine* engine, fastcm_id id, const fastcm_req_params* params) FASTCM_NOEXCEPT;
+fastcm_status fastcm_send_rep(fastcm_engine* engine, fastcm_id id, const fastcm_rep_params* params) FASTCM_NOEXCEPT;
 fastcm_status fastcm_send_rtu(fastcm_engine* engine, fastcm_id id, const uint8_t* private_data,
-                              size_t private_data_len);
-fastcm_status fastcm_send_rej(fastcm_engine* engine, fastcm_id id, const fastcm_rej_params* params);
-fastcm_status fastcm_send_mra(fastcm_engine* engine, fastcm_id id, const fastcm_mra_params* params);
+                              size_t private_data_len) FASTCM_NOEXCEPT;
+fastcm_status fastcm_send_rej(fastcm_engine* engine, fastcm_id id, const fastcm_rej_params* params) FASTCM_NOEXCEPT;
+fastcm_status fastcm_send_mra(fastcm_engine* engine, fastcm_id id, const fastcm_mra_params* params) FASTCM_NOEXCEPT;
 fastcm_status fastcm_send_dreq(fastcm_engine* engine, fastcm_id id, const uint8_t* private_data,
-                               size_t private_data_len);
+                               size_t private_data_len) FASTCM_NOEXCEPT;
 fastcm_status fastcm_send_drep(fastcm_engine* engine, fastcm_id id, const uint8_t* private_data,
-                               size_t private_data_len);
-fastcm_status fastcm_send_lap(fastcm_engine* engine, fastcm_id id, const fastcm_lap_params* params);
-fastcm_status fastcm_send_apr(fastcm_engine* engine, fastcm_id id, const fastcm_apr_params* params);
+                               size_t private_data_len) FASTCM_NOEXCEPT;
+fastcm_status fastcm_send_lap(fastcm_engine* engine, fastcm_id id, const fastcm_lap_params* params) FASTCM_NOEXCEPT;
+fastcm_status fastcm_send_apr(fastcm_engine* engine, fastcm_id id, const fastcm_apr_params* params) FASTCM_NOEXCEPT;
 fastcm_status fastcm_send_sidr_req(fastcm_engine* engine, fastcm_id id,
-                                   const fastcm_sidr_req_params* params);
+                                   const fastcm_sidr_req_params* params) FASTCM_NOEXCEPT;
 fastcm_status fastcm_send_sidr_rep(fastcm_engine* engine, fastcm_id id,
-                                   const fastcm_sidr_rep_params* params);
+                                   const fastcm_sidr_rep_params* params) FASTCM_NOEXCEPT;
 
 /* Passive side: data arrived before the RTU; the endpoint becomes established. Errors:
  * FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE, FASTCM_ERR_WOULD_DEADLOCK. */
-fastcm_status fastcm_establish(fastcm_engine* engine, fastcm_id id);
+fastcm_status fastcm_establish(fastcm_engine* engine, fastcm_id id) FASTCM_NOEXCEPT;
 
 /* ---- QP attributes (= struct ibv_qp_attr, mask bits = enum ibv_qp_attr_mask) ------------------- */
 
@@ -739,7 +750,7 @@ typedef struct fastcm_qp_attr {
  * FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE (the connection is not far enough for `state`),
  * FASTCM_ERR_INVALID_ARGUMENT (a state other than INIT, RTR, RTS), FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_init_qp_attr(const fastcm_engine* engine, fastcm_id id, fastcm_qp_state state,
-                                  fastcm_qp_attr* out);
+                                  fastcm_qp_attr* out) FASTCM_NOEXCEPT;
 
 /* ---- what an endpoint knows -------------------------------------------------------------------- */
 
@@ -747,7 +758,7 @@ fastcm_status fastcm_init_qp_attr(const fastcm_engine* engine, fastcm_id id, fas
  * for the endpoint or its destruction; length 0 when nothing was received. Errors:
  * FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_last_private_data(const fastcm_engine* engine, fastcm_id id,
-                                       const uint8_t** data, size_t* len);
+                                       const uint8_t** data, size_t* len) FASTCM_NOEXCEPT;
 
 /* = fastcm::ConnectionInfo */
 typedef struct fastcm_connection_info {
@@ -778,7 +789,7 @@ typedef struct fastcm_connection_info {
 
 /* The parameters negotiated so far. Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_connection_info_get(const fastcm_engine* engine, fastcm_id id,
-                                         fastcm_connection_info* out);
+                                         fastcm_connection_info* out) FASTCM_NOEXCEPT;
 
 /* ---- destroy ----------------------------------------------------------------------------------- */
 
@@ -788,11 +799,11 @@ typedef void (*fastcm_destroyed_fn)(void* ctx);
  * for it; on_destroyed(ctx) (may be NULL) runs exactly once after any callback in flight has
  * returned. Any thread, also from a callback. Errors: FASTCM_ERR_STALE_ID. */
 fastcm_status fastcm_destroy(fastcm_engine* engine, fastcm_id id, fastcm_destroyed_fn on_destroyed,
-                             void* ctx);
+                             void* ctx) FASTCM_NOEXCEPT;
 /* fastcm_destroy that returns only once on_destroyed would have run: blocks for the shards'
  * grace period. Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK (from a callback; nothing
  * destroyed). */
-fastcm_status fastcm_destroy_sync(fastcm_engine* engine, fastcm_id id);
+fastcm_status fastcm_destroy_sync(fastcm_engine* engine, fastcm_id id) FASTCM_NOEXCEPT;
 
 /* ---- observability ----------------------------------------------------------------------------- */
 
@@ -813,12 +824,12 @@ typedef struct fastcm_port_counters {
 /* Per-port counters summed over the shards into out[port_num] (1-based; out[0] and ports without
  * an entry stay zero): pass count = highest port number + 1. Any thread, without stopping the
  * shards. Errors: FASTCM_ERR_INVALID_ARGUMENT (out NULL with count > 0). */
-fastcm_status fastcm_counters(const fastcm_engine* engine, fastcm_port_counters* out, size_t count);
+fastcm_status fastcm_counters(const fastcm_engine* engine, fastcm_port_counters* out, size_t count) FASTCM_NOEXCEPT;
 /* One shard's part, as fastcm_counters (all zero for a shard beyond the engine's). */
 fastcm_status fastcm_shard_counters(const fastcm_engine* engine, uint32_t shard,
-                                    fastcm_port_counters* out, size_t count);
+                                    fastcm_port_counters* out, size_t count) FASTCM_NOEXCEPT;
 /* Pooled MADs taken right now; 0 once no endpoint is live and no event holds a MAD. Any thread. */
-uint32_t fastcm_mad_buffers_in_use(const fastcm_engine* engine);
+uint32_t fastcm_mad_buffers_in_use(const fastcm_engine* engine) FASTCM_NOEXCEPT;
 
 #ifdef __cplusplus
 }  /* extern "C" */
