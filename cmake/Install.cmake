@@ -27,6 +27,7 @@ endif()
 # shared library carries its DPDK dependency itself, and a Requires (even .private) would put
 # libdpdk's -include rte_config.h -march=... into every consumer's --cflags.
 file(RELATIVE_PATH FASTCM_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+string(REGEX REPLACE "/$" "" FASTCM_PC_TO_PREFIX "${FASTCM_PC_TO_PREFIX}")
 configure_file(cmake/fastcm.pc.in ${PROJECT_BINARY_DIR}/fastcm.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/fastcm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
