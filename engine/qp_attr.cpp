@@ -133,7 +133,7 @@ Status Protocol::connection_info(Id id, ConnectionInfo& out) const noexcept {
   const Cep* cep = find_user(id);
   if (cep == nullptr) return Status::stale_id;
   out = ConnectionInfo{};
-  out.state = to_string(cep->state);
+  out.state = cep->state;
   out.active = cep->active;
   out.local_comm_id = cep->local_comm_id;
   out.remote_comm_id = cep->remote_comm_id;

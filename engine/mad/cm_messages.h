@@ -13,6 +13,7 @@
 #include "engine/mad/field_layout.h"
 #include "engine/mad/mad_header.h"
 #include "engine/mad/units.h"
+#include "fastcm/cm_enums.h"
 #include "fastcm/types.h"
 
 namespace fastcm::mad {
@@ -39,77 +40,14 @@ using AdditionalInfo = std::array<std::uint8_t, kAdditionalInfoSize>;
 enum class TransportServiceType : std::uint8_t { rc = 0, uc = 1, rd = 2, extended = 3 };
 enum class ExtendedTransportType : std::uint8_t { none = 0, xrc = 1 };
 
-// Which message an MRA acknowledges or a REJ rejects (2 bits; 3 is reserved).
-enum class MessageKind : std::uint8_t { req = 0, rep = 1, lap_or_none = 2 };
+// The codes an application also reads (fastcm/cm_enums.h holds their one definition).
+using fastcm::AprStatus;
+using fastcm::MessageKind;
+using fastcm::RejReason;
+using fastcm::SidrStatus;
 
 // REP "Failover Accepted".
 enum class FailoverAccepted : std::uint8_t { accepted = 0, unsupported = 1, rejected = 2 };
-
-// Table 109: REJ reasons.
-enum class RejReason : std::uint16_t {
-  no_qp = 1,
-  no_eec = 2,
-  no_resources = 3,
-  timeout = 4,
-  unsupported_req = 5,
-  invalid_comm_id = 6,
-  invalid_comm_instance = 7,
-  invalid_service_id = 8,
-  invalid_transport_type = 9,
-  stale_conn = 10,
-  rdc_not_exist = 11,
-  invalid_gid = 12,
-  invalid_lid = 13,
-  invalid_sl = 14,
-  invalid_traffic_class = 15,
-  invalid_hop_limit = 16,
-  invalid_packet_rate = 17,
-  invalid_alt_gid = 18,
-  invalid_alt_lid = 19,
-  invalid_alt_sl = 20,
-  invalid_alt_traffic_class = 21,
-  invalid_alt_hop_limit = 22,
-  invalid_alt_packet_rate = 23,
-  port_cm_redirect = 24,
-  port_redirect = 25,
-  invalid_mtu = 26,
-  insufficient_resp_resources = 27,
-  consumer_reject = 28,
-  invalid_rnr_retry = 29,
-  duplicate_local_comm_id = 30,
-  invalid_class_version = 31,
-  invalid_flow_label = 32,
-  invalid_alt_flow_label = 33,
-  vendor_option_not_supported = 35,
-};
-
-// Table 117: APR "AP Status".
-enum class AprStatus : std::uint8_t {
-  success = 0,
-  invalid_comm_id = 1,
-  unsupported = 2,
-  rejected = 3,
-  redirect = 4,
-  is_current = 5,
-  invalid_qpn_eecn = 6,
-  invalid_lid = 7,
-  invalid_gid = 8,
-  invalid_flow_label = 9,
-  invalid_traffic_class = 10,
-  invalid_hop_limit = 11,
-  invalid_packet_rate = 12,
-  invalid_sl = 13,
-};
-
-// Table 121: SIDR_REP status.
-enum class SidrStatus : std::uint8_t {
-  success = 0,
-  service_id_unsupported = 1,
-  rejected = 2,
-  no_qp = 3,
-  redirect = 4,
-  class_version_unsupported = 5,
-};
 
 // The path fields of a REQ (primary and alternate) and of a LAP (alternate), named after the table
 // rows without their "Primary"/"Alternate" prefix.

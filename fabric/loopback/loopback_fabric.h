@@ -8,9 +8,10 @@
 #include <memory>
 #include <optional>
 
-#include "fabric/loopback/fault_rule.h"
-#include "fabric/loopback/loopback_config.h"
-#include "fabric/loopback/port_counters.h"
+// Its sibling public headers by file name: they are installed together as <fastcm/loopback/...>.
+#include "fault_rule.h"
+#include "loopback_config.h"
+#include "port_counters.h"
 #include "fastcm/clock.h"
 #include "fastcm/fabric.h"
 

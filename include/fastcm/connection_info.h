@@ -3,15 +3,15 @@
 
 #include <cstdint>
 #include <optional>
-#include <string_view>
 
+#include "fastcm/cm_enums.h"
 #include "fastcm/params.h"
 #include "fastcm/types.h"
 
 namespace fastcm {
 
 struct ConnectionInfo {
-  std::string_view state;          // the CM state's name, e.g. "established" (static storage)
+  CepState state = CepState::idle;  // to_string(state) names it
   bool active = false;             // this side sent the REQ
   std::uint32_t local_comm_id = 0;
   std::uint32_t remote_comm_id = 0;

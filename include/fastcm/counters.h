@@ -6,12 +6,9 @@
 #include <cstdint>
 #include <string_view>
 
-namespace fastcm {
+#include "fastcm/cm_enums.h"  // CmMessageKind
 
-// The CM attributes in wire order of their IDs, as counter indexes.
-enum class CmMessageKind : std::uint8_t {
-  class_port_info, req, mra, rej, rep, rtu, dreq, drep, sidr_req, sidr_rep, lap, apr, count_
-};
+namespace fastcm {
 
 // Why a received MAD changed nothing but a counter.
 enum class DropReason : std::uint8_t {

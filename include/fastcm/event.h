@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <variant>
 
 #include "fastcm/id.h"
@@ -40,6 +41,31 @@ enum class EventType : std::uint8_t {
   sidr_req_error,     // SIDR_REQ retries ran out
   sidr_rep_received,
 };
+
+// The event's name ("req_received"), static storage, NUL-terminated; "unknown" outside the enum.
+[[nodiscard]] constexpr std::string_view to_string(EventType t) noexcept {
+  switch (t) {
+    case EventType::req_received: return "req_received";
+    case EventType::req_error: return "req_error";
+    case EventType::rep_received: return "rep_received";
+    case EventType::rep_error: return "rep_error";
+    case EventType::rtu_received: return "rtu_received";
+    case EventType::user_established: return "user_established";
+    case EventType::rej_received: return "rej_received";
+    case EventType::mra_received: return "mra_received";
+    case EventType::dreq_received: return "dreq_received";
+    case EventType::dreq_error: return "dreq_error";
+    case EventType::drep_received: return "drep_received";
+    case EventType::timewait_exit: return "timewait_exit";
+    case EventType::lap_received: return "lap_received";
+    case EventType::lap_error: return "lap_error";
+    case EventType::apr_received: return "apr_received";
+    case EventType::sidr_req_received: return "sidr_req_received";
+    case EventType::sidr_req_error: return "sidr_req_error";
+    case EventType::sidr_rep_received: return "sidr_rep_received";
+  }
+  return "unknown";
+}
 
 // Parameters of a REQ as the passive side sees them: paths are turned around so that "local"
 // is this side.

@@ -259,7 +259,7 @@ std::optional<Observation> observe(EndpointState state, Make make) {
   const std::string self_now(setup.state_of(r.host, r.target));
   if (self_now != self_state) o.target.push_back("state:" + self_now);
   for (std::size_t i = self_events; i < self.events().size(); ++i) {
-    o.target.push_back("event:" + std::string(name(self.events()[i].type)));
+    o.target.push_back("event:" + std::string(to_string(self.events()[i].type)));
   }
   o.target_changed = self_now != self_state || self.events().size() != self_events;
   if (!r.peer.empty()) {
@@ -268,7 +268,7 @@ std::optional<Observation> observe(EndpointState state, Make make) {
     o.peer_changed = other_now != other_state;
   }
   for (std::size_t i = other_events; i < other.events().size(); ++i) {
-    o.peer.push_back("event:" + std::string(name(other.events()[i].type)));
+    o.peer.push_back("event:" + std::string(to_string(other.events()[i].type)));
     o.peer_changed = true;
   }
   return o;

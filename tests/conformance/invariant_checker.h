@@ -81,15 +81,6 @@ enum class Call : std::uint8_t {
   return names[static_cast<std::size_t>(c)];
 }
 
-[[nodiscard]] constexpr std::string_view name(EventType t) noexcept {
-  constexpr std::string_view names[] = {
-      "req_received",      "req_error",      "rep_received",     "rep_error",     "rtu_received",
-      "user_established",  "rej_received",   "mra_received",     "dreq_received", "dreq_error",
-      "drep_received",     "timewait_exit",  "lap_received",     "lap_error",     "apr_received",
-      "sidr_req_received", "sidr_req_error", "sidr_rep_received"};
-  return names[static_cast<std::size_t>(t)];
-}
-
 class InvariantChecker;
 
 struct Endpoint {
@@ -134,7 +125,7 @@ class InvariantChecker {
       }
       Endpoint& ep = add(side, e.id, 0, Phase::req_rcvd);
       ep.polled = polled;
-      ep.history.emplace_back(name(e.type));
+      ep.history.emplace_back(to_string(e.type));
       if (!polled) {
         check_state(ep);
         in_callback_.push_back(&ep);
@@ -143,17 +134,17 @@ class InvariantChecker {
     }
     Endpoint* ep = find(side, e.id);
     if (ep == nullptr) {
-      violation(nullptr, std::string(name(e.type)) + " for an Id never seen");
+      violation(nullptr, std::string(to_string(e.type)) + " for an Id never seen");
       return nullptr;
     }
-    ep->history.emplace_back(name(e.type));
+    ep->history.emplace_back(to_string(e.type));
     if (ep->destroy_called) {
-      violation(ep, std::string(name(e.type)) + " after destroy returned");
+      violation(ep, std::string(to_string(e.type)) + " after destroy returned");
       return nullptr;
     }
     const std::optional<Phase> next = after_event(*ep, e);
     if (!next) {
-      violation(ep, std::string(name(e.type)) + " in phase " + std::string(name(ep->phase)));
+      violation(ep, std::string(to_string(e.type)) + " in phase " + std::string(name(ep->phase)));
       return nullptr;
     }
     if (e.type == EventType::user_established) ep->establishing = false;
@@ -284,7 +275,7 @@ class InvariantChecker {
       violation(&ep, "connection_info failed: " + std::string(to_string(s)));
       return;
     }
-    const std::string_view st = info.state;
+    const std::string_view st = to_string(info.state);
     bool ok = false;
     switch (ep.phase) {
       case Phase::fresh:

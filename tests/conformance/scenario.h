@@ -84,7 +84,7 @@ class ConnectScenario : public ::testing::Test {
   [[nodiscard]] Peer& client() { return cluster_.client(); }
   [[nodiscard]] std::string_view state_of(Peer& peer, Id id) {
     ConnectionInfo info;
-    return peer.engine().connection_info(id, info) == Status::ok ? info.state : "stale";
+    return peer.engine().connection_info(id, info) == Status::ok ? to_string(info.state) : "stale";
   }
 
   static constexpr Qpn kClientQpn = 0x000C11;

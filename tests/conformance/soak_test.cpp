@@ -468,8 +468,8 @@ class SoakRun {
     ConnectionInfo info;
     if (!ep.destroy_called && engine(ep.side).connection_info(ep.id, info) == Status::ok) {
       Plan& plan = plans_[ep.conn];
-      if (info.state == "established") plan.dreq_sent[index(ep.side)].emplace();
-      if (info.state == "dreq_rcvd") plan.drep_sent[index(ep.side)].emplace();
+      if (info.state == CepState::established) plan.dreq_sent[index(ep.side)].emplace();
+      if (info.state == CepState::dreq_rcvd) plan.drep_sent[index(ep.side)].emplace();
     }
     (void)checker_.destroy(ep);
   }

@@ -196,7 +196,7 @@ class StateSetup {
   // The state connection_info reports, or "stale".
   [[nodiscard]] std::string_view state_of(Host host, Id id) {
     ConnectionInfo info;
-    return engine_on(host).connection_info(id, info) == Status::ok ? info.state : "stale";
+    return engine_on(host).connection_info(id, info) == Status::ok ? to_string(info.state) : "stale";
   }
 
  private:

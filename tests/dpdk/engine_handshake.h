@@ -81,7 +81,7 @@ inline void expect_worker_handshake(EalOwner eal) {
   }
   ConnectionInfo info;
   ASSERT_EQ(client->connection_info(id, info), Status::ok);  // a command run by the id's shard
-  EXPECT_EQ(info.state, "established");
+  EXPECT_EQ(info.state, CepState::established);
   EXPECT_EQ(client->destroy_sync(id), Status::ok);
 }
 

@@ -127,7 +127,7 @@ std::string stuck_probes(ProbeArena& arena, StressCluster& cluster, std::size_t 
     if (p.role != Role::idle) {
       Engine& engine = p.role == Role::server ? cluster.server() : cluster.client();
       const Status s = engine.connection_info(p.handle(), info);
-      state = s == Status::ok ? std::string(info.state) : std::string(to_string(s));
+      state = s == Status::ok ? std::string(to_string(info.state)) : std::string(to_string(s));
     }
     out += "  " + p.describe() + " engine state " + state + "\n";
   }

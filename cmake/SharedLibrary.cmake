@@ -1,0 +1,37 @@
+# libfastcm.so: the C++ API (Engine::create and the loopback fabric) and the C API, built from the
+# same static archives the in-tree tests and benchmarks link, so both uses run the same objects.
+#
+# Exports: only the public API, by the version script cmake/libfastcm.map (internal classes stay
+# local, so the SONAME promise covers only what the headers declare). DPDK and the other libraries
+# are linked as shared libraries and privately: an application with its own EAL shares the
+# libdpdk its pkg-config finds.
+set(FASTCM_ARCHIVES fastcm fastcm_engine fastcm_mad fastcm_shards fastcm_mempool fastcm_dpdk_runtime
+  fastcm_loopback fastcm_capi)
+# Position-independent for the shared library. -fno-semantic-interposition keeps the optimizer's
+# inlining and direct calls inside the archives (nothing of them is interposed: the version
+# script exports only the API), so the static users see no -fPIC cost.
+set_target_properties(${FASTCM_ARCHIVES} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+foreach(archive IN LISTS FASTCM_ARCHIVES)
+  target_compile_options(${archive} PRIVATE -fno-semantic-interposition)
+endforeach()
+
+# The C API's objects are the library's own; the archives under it are linked whole.
+add_library(fastcm_shared SHARED $<TARGET_OBJECTS:fastcm_capi>)
+set_target_properties(fastcm_shared PROPERTIES
+  OUTPUT_NAME fastcm
+  EXPORT_NAME fastcm
+  VERSION ${PROJECT_VERSION}
+  SOVERSION ${FASTCM_SOVERSION}
+  LINKER_LANGUAGE CXX
+  LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/libfastcm.map)
+# The C++ API's archives whole (every API object, whether or not the C API needs it); their
+# dependencies (DPDK, threads) come along as private link items.
+target_link_libraries(fastcm_shared PRIVATE
+  "$<LINK_LIBRARY:WHOLE_ARCHIVE,fastcm,fastcm_loopback>"
+  fastcm_engine fastcm_mad fastcm_shards fastcm_mempool fastcm_dpdk_runtime PkgConfig::DPDK Threads::Threads)
+target_link_options(fastcm_shared PRIVATE
+  -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/libfastcm.map -Wl,--no-undefined)
+target_include_directories(fastcm_shared INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+target_compile_features(fastcm_shared INTERFACE cxx_std_20)
