@@ -82,6 +82,7 @@ TEST_F(IbsimCm, ConnectAcceptAndClientDisconnects) {
   Process c = client(3, "connect");
   const std::string out = finish(c);
   expect_has(out, "rx_event_fd=-1");  // umad2sim's fd: the bounded-poll path
+  expect_has(out, "sources gids=sysfs mtu=config ca_limits=config");  // no verbs device under ibsim
   expect_has(out, "rep private=77656c636f6d65");  // "welcome"
   expect_has(out, "event drep_received");
   expect_has(out, "event timewait_exit");
@@ -148,6 +149,14 @@ TEST_F(IbsimCm, LapIsAnsweredWithApr) {
 TEST_F(IbsimCm, ClassPortInfoGetIsAnswered) {
   // CapabilityMask: RC (bit 9), UC (12) and SIDR (13); the CM's part of the TID comes back.
   exchange("idle", "cpi", {"get_resp tid_low=0x5151 class_version=2 capability_mask=0x3200"});
+}
+
+TEST_F(IbsimCm, OpeningAMissingDeviceOrPortFailsWithTheFix) {
+  Process p = sim_.spawn_on(3, {FASTCM_IBSIM_PEER, "--role", "client", "--scenario", "open-errors"});
+  const std::string out = finish(p);
+  expect_has(out, "error: no device 'nosuch' (umad_get_ca: ");
+  expect_has(out, "list the devices with `ibstat -l`");
+  expect_has(out, "error: device ibsim0 has no port 5 (it has 1): pass a port number from `ibstat ibsim0`\n");
 }
 
 TEST_F(IbsimCm, OneListenServesClientsOnTwoHcasAtOnce) {

@@ -513,6 +513,17 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, [](int) { ibsim::g_stop.store(true, std::memory_order_relaxed); });
   const ibsim::SimulatorDummyAgents dummies;
   std::string error;
+  if (options.scenario == "open-errors") {  // what a wrong device or port name gets back
+    umad::UmadConfig no_device;
+    no_device.device = "nosuch";
+    umad::UmadConfig no_port;
+    no_port.ports = {5};
+    for (const umad::UmadConfig& bad : {no_device, no_port}) {
+      const bool opened = umad::open_umad_fabric(bad, error) != nullptr;
+      std::printf("%s: %s\n", opened ? "opened" : "error", error.c_str());
+    }
+    return 0;
+  }
   std::unique_ptr<umad::UmadFabric> fabric = umad::UmadFabric::open(umad::UmadConfig{}, error);
   if (!fabric) {
     std::printf("outcome failed: %s\n", error.c_str());
