@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -94,6 +95,11 @@ bool Simulator::all_ports_active(std::string& last_output) {
 }
 
 bool Simulator::start(std::string& error) {
+  if (std::string_view(FASTCM_UMAD2SIM).empty()) {
+    error = "libumad2sim.so was not found when the build was configured: install libumad2sim0 (scripts/setup) "
+            "and configure again";
+    return false;
+  }
   char tmpl[] = "/tmp/fastcm-ibsim-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) {
     error = "cannot create a scratch directory under /tmp";
