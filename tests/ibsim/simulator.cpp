@@ -78,7 +78,10 @@ std::vector<std::string> Simulator::sim_env(int hca, bool preload_sanitizer) con
   if (preload_sanitizer && std::string_view(FASTCM_SANITIZER_RUNTIME) != "") {
     preload = std::string(FASTCM_SANITIZER_RUNTIME) + ":" + preload;
   }
-  return {"IBSIM_SOCKNAME=" + sockname_, "SIM_HOST=Hca" + std::to_string(hca), "LD_PRELOAD=" + preload};
+  std::vector<std::string> env{"IBSIM_SOCKNAME=" + sockname_, "SIM_HOST=Hca" + std::to_string(hca),
+                               "LD_PRELOAD=" + preload};
+  if (preload_sanitizer && std::string_view(FASTCM_SANITIZER_OPTIONS) != "") env.emplace_back(FASTCM_SANITIZER_OPTIONS);
+  return env;
 }
 
 bool Simulator::all_ports_active(std::string& last_output) {
