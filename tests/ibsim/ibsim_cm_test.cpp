@@ -25,7 +25,7 @@ class IbsimCm : public ::testing::Test {
 
   // A server peer on `hca`, once it reports its address ("ready lid=L gid=G").
   Process server(int hca, const std::string& scenario) {
-    Process p = sim_.spawn_on(hca, {FASTCM_IBSIM_PEER, "--role", "server", "--scenario", scenario});
+    Process p = sim_.spawn_on(hca, {FASTCM_PROGRAM, "--role", "server", "--scenario", scenario});
     const std::string ready = sim_.wait_line(p, "ready ", kBound);
     EXPECT_FALSE(ready.empty()) << "the server did not start:\n" << Simulator::output(p);
     const std::size_t lid = ready.find("lid="), gid = ready.find("gid=");
@@ -37,7 +37,7 @@ class IbsimCm : public ::testing::Test {
   }
 
   Process client(int hca, const std::string& scenario, const std::string& lid = {}) {
-    return sim_.spawn_on(hca, {FASTCM_IBSIM_PEER, "--role", "client", "--scenario", scenario, "--target-lid",
+    return sim_.spawn_on(hca, {FASTCM_PROGRAM, "--role", "client", "--scenario", scenario, "--target-lid",
                                lid.empty() ? target_lid_ : lid, "--target-gid", target_gid_});
   }
 
@@ -152,7 +152,7 @@ TEST_F(IbsimCm, ClassPortInfoGetIsAnswered) {
 }
 
 TEST_F(IbsimCm, OpeningAMissingDeviceOrPortFailsWithTheFix) {
-  Process p = sim_.spawn_on(3, {FASTCM_IBSIM_PEER, "--role", "client", "--scenario", "open-errors"});
+  Process p = sim_.spawn_on(3, {FASTCM_PROGRAM, "--role", "client", "--scenario", "open-errors"});
   const std::string out = finish(p);
   expect_has(out, "error: no device 'nosuch' (umad_get_ca: ");
   expect_has(out, "list the devices with `ibstat -l`");

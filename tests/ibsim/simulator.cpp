@@ -58,7 +58,10 @@ Process Simulator::spawn(const std::vector<std::string>& argv, const std::vector
   std::vector<std::string> envs;
   for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
   envs.insert(envs.end(), env.begin(), env.end());  // later entries win in getenv
-  std::vector<std::string> args = argv;
+  // setpriv (util-linux) makes the child die with this process, so that a test killed by
+  // ctest's timeout leaves no simulator or peer behind (the destructor does not run then).
+  std::vector<std::string> args{"setpriv", "--pdeathsig", "KILL"};
+  args.insert(args.end(), argv.begin(), argv.end());
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addchdir_np(&actions, dir_.c_str());
