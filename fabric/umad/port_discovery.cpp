@@ -155,7 +155,7 @@ DiscoveredPort from_umad(const umad_ca_t& ca, const umad_port_t& p, const UmadCo
   port.attr.pkey_count = static_cast<std::uint8_t>(std::min<unsigned>(p.pkeys_size, kMaxPortPKeys));
   for (std::size_t i = 0; i < port.attr.pkey_count; ++i) port.attr.pkey_table[i] = p.pkeys[i];
   port.attr.active_rate = rate_code(p.rate);
-  if (port.attr.active_rate == 0) port.sources.rate = "config";
+  if (port.attr.active_rate == 0) port.sources.rate = "none";  // a rate without a code: 0, "port current"
   // libibumad reports "IB" when sysfs has no link_layer file (as under ibsim).
   port.attr.link_layer = std::string_view(p.link_layer) == "Ethernet" ? LinkLayer::ethernet : LinkLayer::infiniband;
   port.attr.active_mtu = config.fallback_mtu;

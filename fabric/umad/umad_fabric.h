@@ -49,8 +49,8 @@ struct UmadPortCounters {
 };
 
 // Where each port attribute came from: "umad" (libibumad's view of sysfs), "verbs"
-// (ibv_query_device/ibv_query_port/ibv_query_gid_table), "sysfs" (read directly) or "config"
-// (UmadConfig's fallbacks).
+// (ibv_query_device/ibv_query_port/ibv_query_gid_table), "sysfs" (read directly), "config"
+// (UmadConfig's fallbacks) or "none" (a rate libibumad reports that has no IBTA code: 0).
 struct PortAttrSources {
   const char* guids_lids_pkeys = "umad";  // node/port GUID, LID, LMC, SM LID, P_Key table, state
   const char* rate = "umad";

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ class IbsimCm : public ::testing::Test {
 
   // A server peer on `hca`, once it reports its address ("ready lid=L gid=G").
   Process server(int hca, const std::string& scenario) {
-    Process p = sim_.spawn_on(hca, {FASTCM_IBSIM_PEER, "--role", "server", "--scenario", scenario});
+    Process p = sim_.spawn_on(hca, {FASTCM_PROGRAM, "--role", "server", "--scenario", scenario});
     const std::string ready = sim_.wait_line(p, "ready ", kBound);
     EXPECT_FALSE(ready.empty()) << "the server did not start:\n" << Simulator::output(p);
     const std::size_t lid = ready.find("lid="), gid = ready.find("gid=");
@@ -37,7 +38,7 @@ class IbsimCm : public ::testing::Test {
   }
 
   Process client(int hca, const std::string& scenario, const std::string& lid = {}) {
-    return sim_.spawn_on(hca, {FASTCM_IBSIM_PEER, "--role", "client", "--scenario", scenario, "--target-lid",
+    return sim_.spawn_on(hca, {FASTCM_PROGRAM, "--role", "client", "--scenario", scenario, "--target-lid",
                                lid.empty() ? target_lid_ : lid, "--target-gid", target_gid_});
   }
 
@@ -82,6 +83,7 @@ TEST_F(IbsimCm, ConnectAcceptAndClientDisconnects) {
   Process c = client(3, "connect");
   const std::string out = finish(c);
   expect_has(out, "rx_event_fd=-1");  // umad2sim's fd: the bounded-poll path
+  expect_has(out, "sources gids=sysfs mtu=config ca_limits=config");  // no verbs device under ibsim
   expect_has(out, "rep private=77656c636f6d65");  // "welcome"
   expect_has(out, "event drep_received");
   expect_has(out, "event timewait_exit");
@@ -134,7 +136,18 @@ TEST_F(IbsimCm, ReqToAPortNobodyListensOnTimesOut) {
 }
 
 TEST_F(IbsimCm, DuplicateReqIsAnsweredWithTheRepSent) {
-  exchange("accept", "duplicate", {"duplicate_rep identical=1"}, {"req_duplicate=1 rep_retried=1"});
+  Process s = server(2, "accept");
+  Process c = client(3, "duplicate");
+  expect_has(finish(c), "duplicate_rep identical=1");
+  // Every duplicate REQ (ours, and any the client's engine retried on a slow machine) was answered
+  // by sending the kept REP again.
+  const std::string out = stop(s);
+  unsigned duplicates = 0, rep_resent = 0;
+  const std::size_t at = out.find("counter req_duplicate=");
+  ASSERT_NE(at, std::string::npos) << out;
+  ASSERT_EQ(std::sscanf(out.c_str() + at, "counter req_duplicate=%u rep_retried=%u", &duplicates, &rep_resent), 2);
+  EXPECT_GE(duplicates, 1u) << out;
+  EXPECT_GE(rep_resent, duplicates) << out;
 }
 
 TEST_F(IbsimCm, SidrRequestIsAnswered) {
@@ -148,6 +161,14 @@ TEST_F(IbsimCm, LapIsAnsweredWithApr) {
 TEST_F(IbsimCm, ClassPortInfoGetIsAnswered) {
   // CapabilityMask: RC (bit 9), UC (12) and SIDR (13); the CM's part of the TID comes back.
   exchange("idle", "cpi", {"get_resp tid_low=0x5151 class_version=2 capability_mask=0x3200"});
+}
+
+TEST_F(IbsimCm, OpeningAMissingDeviceOrPortFailsWithTheFix) {
+  Process p = sim_.spawn_on(3, {FASTCM_PROGRAM, "--role", "client", "--scenario", "open-errors"});
+  const std::string out = finish(p);
+  expect_has(out, "error: no device 'nosuch' (umad_get_ca: ");
+  expect_has(out, "list the devices with `ibstat -l`");
+  expect_has(out, "error: device ibsim0 has no port 5 (it has 1): pass a port number from `ibstat ibsim0`\n");
 }
 
 TEST_F(IbsimCm, OneListenServesClientsOnTwoHcasAtOnce) {

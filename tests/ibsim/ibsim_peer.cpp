@@ -39,7 +39,7 @@ constexpr std::size_t kMadHeaderBytes = 24;
 // request, 288 bytes, less the 64-byte umad header); the last 32 are whatever malloc left there.
 constexpr std::size_t kSimulatedMadBytes = 224;
 constexpr std::uint64_t kServiceId = 0x0000'0000'0001'2345;
-constexpr std::uint8_t kCmTimeout = 14;  // 4.096 µs · 2^14 ≈ 67 ms: retries are quick
+constexpr std::uint8_t kCmTimeout = 16;  // 4.096 µs · 2^16 ≈ 268 ms: quick retries, room for a slow (ASan) peer
 constexpr auto kScenarioDeadline = std::chrono::seconds(30);
 // ibsim drops a client's MADs still in flight when the client disconnects, so a process whose
 // last MAD nobody answers (a DREP) waits this long before it exits.
@@ -513,6 +513,17 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, [](int) { ibsim::g_stop.store(true, std::memory_order_relaxed); });
   const ibsim::SimulatorDummyAgents dummies;
   std::string error;
+  if (options.scenario == "open-errors") {  // what a wrong device or port name gets back
+    umad::UmadConfig no_device;
+    no_device.device = "nosuch";
+    umad::UmadConfig no_port;
+    no_port.ports = {5};
+    for (const umad::UmadConfig& bad : {no_device, no_port}) {
+      const bool opened = umad::open_umad_fabric(bad, error) != nullptr;
+      std::printf("%s: %s\n", opened ? "opened" : "error", error.c_str());
+    }
+    return 0;
+  }
   std::unique_ptr<umad::UmadFabric> fabric = umad::UmadFabric::open(umad::UmadConfig{}, error);
   if (!fabric) {
     std::printf("outcome failed: %s\n", error.c_str());

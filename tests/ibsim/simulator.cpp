@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -57,7 +58,10 @@ Process Simulator::spawn(const std::vector<std::string>& argv, const std::vector
   std::vector<std::string> envs;
   for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
   envs.insert(envs.end(), env.begin(), env.end());  // later entries win in getenv
-  std::vector<std::string> args = argv;
+  // setpriv (util-linux) makes the child die with this process, so that a test killed by
+  // ctest's timeout leaves no simulator or peer behind (the destructor does not run then).
+  std::vector<std::string> args{"setpriv", "--pdeathsig", "KILL"};
+  args.insert(args.end(), argv.begin(), argv.end());
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addchdir_np(&actions, dir_.c_str());
@@ -77,7 +81,10 @@ std::vector<std::string> Simulator::sim_env(int hca, bool preload_sanitizer) con
   if (preload_sanitizer && std::string_view(FASTCM_SANITIZER_RUNTIME) != "") {
     preload = std::string(FASTCM_SANITIZER_RUNTIME) + ":" + preload;
   }
-  return {"IBSIM_SOCKNAME=" + sockname_, "SIM_HOST=Hca" + std::to_string(hca), "LD_PRELOAD=" + preload};
+  std::vector<std::string> env{"IBSIM_SOCKNAME=" + sockname_, "SIM_HOST=Hca" + std::to_string(hca),
+                               "LD_PRELOAD=" + preload};
+  if (preload_sanitizer && std::string_view(FASTCM_SANITIZER_OPTIONS) != "") env.emplace_back(FASTCM_SANITIZER_OPTIONS);
+  return env;
 }
 
 bool Simulator::all_ports_active(std::string& last_output) {
@@ -94,6 +101,11 @@ bool Simulator::all_ports_active(std::string& last_output) {
 }
 
 bool Simulator::start(std::string& error) {
+  if (std::string_view(FASTCM_UMAD2SIM).empty()) {
+    error = "libumad2sim.so was not found when the build was configured: install libumad2sim0 (scripts/setup) "
+            "and configure again";
+    return false;
+  }
   char tmpl[] = "/tmp/fastcm-ibsim-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) {
     error = "cannot create a scratch directory under /tmp";
