@@ -50,7 +50,7 @@ struct ProtocolEnv {
   EndpointBudget& budget;
   EngineConfig config;
   std::uint32_t shard = 0;
-  CidLayout layout{1, 0};
+  CidLayout layout{1, SipKey{}};
   std::uint32_t max_endpoints = 0;  // this shard's table (the budget bounds all shards together)
 };
 

@@ -20,9 +20,6 @@ constexpr std::size_t kBurst = 32;
 // A batch takes at most this many bursts, so timers, quiescent states and counter snapshots keep
 // coming under a flood.
 constexpr int kBurstsPerBatch = 8;
-// Room in the inbox beyond the MADs: every control item (destroys, stale notices, commands of
-// waiting threads) fits without waiting in all but pathological cases (post_control yields then).
-constexpr std::uint32_t kControlHeadroom = 1024;
 constexpr std::uint64_t kRetryReclaimNs = 1'000'000;
 
 thread_local const Shard* tls_worker_shard = nullptr;
@@ -48,8 +45,9 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
                                     .shard = env.index,
                                     .layout = env.layout,
                                     .max_endpoints = env.endpoints}),
-      inbox_(env.config.shard_inbox + env.endpoints + kControlHeadroom, env.index),
-      retired_(env.epoch, 2 * env.endpoints + kControlHeadroom, defer_queue_name(env.index), false),
+      inbox_(static_cast<std::uint32_t>(inbox_capacity(env.config.shard_inbox, env.endpoints)), env.index),
+      retired_(env.epoch, static_cast<std::uint32_t>(retire_capacity(env.endpoints)), defer_queue_name(env.index),
+               false),
       snapshot_(env.fabric.ports().size()),
       pending_destroys_(env.endpoints),
       mad_credits_(env.config.shard_inbox) {}

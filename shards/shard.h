@@ -61,6 +61,18 @@ struct ShardEnv {
 
 class Shard final : private engine::Outbox {
  public:
+  // Room in the inbox beyond the MADs: every control item (destroys, stale notices, commands of
+  // waiting threads) fits without waiting in all but pathological cases (post_control yields then).
+  static constexpr std::uint32_t kControlHeadroom = 1024;
+  // The sizes the shard's rings get from its MAD share and table size, in 64 bits so a
+  // configuration check can compare them with the rings' limits before anything overflows.
+  [[nodiscard]] static constexpr std::uint64_t inbox_capacity(std::uint64_t shard_inbox, std::uint64_t endpoints) noexcept {
+    return shard_inbox + endpoints + kControlHeadroom;
+  }
+  [[nodiscard]] static constexpr std::uint64_t retire_capacity(std::uint64_t endpoints) noexcept {
+    return 2 * endpoints + kControlHeadroom;
+  }
+
   // Allocates everything the shard will ever use. Throws std::system_error / std::bad_alloc.
   Shard(const ShardEnv& env, ShardSet& set);
   ~Shard() override;
