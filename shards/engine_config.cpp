@@ -21,27 +21,33 @@ constexpr std::size_t kMaxPorts = 255;
 constexpr std::uint64_t kMaxIdleSpins = std::uint64_t{1} << 20;
 constexpr std::uint8_t kMaxTimeoutExponent = 31;
 
-// MAD buffers beyond EngineConfig::mad_buffers: the pollers' spare bursts (kept full, so the
-// protocol itself can take exactly mad_buffers) and, with worker threads, what per-lcore mempool
-// caches may strand (1.5 x cache per registered thread, mad_mempool.h). Worker caches of 256 pass
-// buffers from a poller (gets) to a shard (puts) through the pool's ring once per 256 to 384
-// MADs instead of once per 32 to 48. With the caller's thread the pool owns its one cache, which
-// every get reaches: nothing is stranded.
+// MAD buffers beyond EngineConfig::mad_buffers (the handshake part, engine.h):
+// - the answer reserve: answers are sent and released at once by the shard's thread, one at a
+//   time; a few spare cover a shard's burst of them;
+// - the receive reserve: the pollers' spare bursts and every shard's inbox full of MADs, so the
+//   pollers always find a buffer to receive into, whatever the protocol holds;
+// - with worker threads, what per-lcore mempool caches may strand (1.5 x cache per registered
+//   thread, mad_mempool.h). Worker caches of 256 pass buffers from a poller (gets) to a shard
+//   (puts) through the pool's ring once per 256 to 384 MADs instead of once per 32 to 48. With the
+//   caller's thread the pool owns its one cache, which every get reaches: nothing is stranded.
+constexpr std::uint64_t kAnswersPerShard = 4;
+// Each half of a shard's share keeps room for a handshake beside the admission headroom
+// (mempool/mad_accounts.h).
+constexpr std::uint64_t kMinMadBuffersPerShard = 8;
 constexpr std::uint64_t kWorkerPoolCache = 256;
 constexpr std::uint64_t kCallerPoolCache = 32;
 
 std::uint64_t pool_cache(const EngineConfig& config) {
   return config.threading == Threading::workers ? kWorkerPoolCache : kCallerPoolCache;
 }
-std::uint64_t pool_capacity(const EngineConfig& config, std::size_t ports) {
-  const std::uint64_t threads = std::uint64_t{config.shards} + ports + 1;
-  const std::uint64_t stranded = config.threading == Threading::workers ? threads * (kWorkerPoolCache * 3 / 2) : 0;
-  return std::uint64_t{config.mad_buffers} + ports * std::uint64_t{PortPoller::kBurst} + stranded;
+constexpr std::uint64_t pool_capacity(std::uint64_t mad_buffers, std::uint64_t shards, std::uint64_t shard_inbox,
+                                      std::uint64_t ports, bool workers) {
+  const std::uint64_t stranded = workers ? (shards + ports + 1) * (kWorkerPoolCache * 3 / 2) : 0;
+  return mad_buffers + shards * kAnswersPerShard + ports * PortPoller::kBurst + shards * shard_inbox + stranded;
 }
-// Within the limits check_config() enforces, the pool stays far below rte_mempool's (its ring
-// holds fewer than 2^31 elements) and below 2^32.
-static_assert(kMaxMadBuffers + kMaxPorts * PortPoller::kBurst + (kMaxShards + kMaxPorts + 1) * (kWorkerPoolCache * 3 / 2) <
-              (std::uint64_t{1} << 31));
+// Within the limits check_config() enforces, the pool stays below rte_mempool's (its ring holds
+// fewer than 2^31 elements) and below 2^32.
+static_assert(pool_capacity(kMaxMadBuffers, kMaxShards, kMaxShardInbox, kMaxPorts, true) < (std::uint64_t{1} << 31));
 
 // Slots per shard: small tables whole in every shard (any spread of REQs fits, as in one table),
 // large ones twice the even share (hashing spreads them); the budget keeps the total exact.
@@ -96,6 +102,9 @@ std::optional<ConfigError> check_config(const EngineConfig& c, std::size_t ports
   if (c.mad_buffers < PortPoller::kBurst || c.mad_buffers > kMaxMadBuffers) {
     return broke(F::mad_buffers, "must be 32..2^24");
   }
+  if (c.mad_buffers < kMinMadBuffersPerShard * std::uint64_t{c.shards}) {
+    return broke(F::mad_buffers, "must give each shard at least 8 (4 per half)");
+  }
   // Written so that NaN fails too.
   if (!(c.auto_mra_fraction >= 0 && c.auto_mra_fraction < 1)) {
     return broke(F::auto_mra_fraction, "must be at least 0 and below 1");
@@ -106,8 +115,16 @@ std::optional<ConfigError> check_config(const EngineConfig& c, std::size_t ports
 }
 
 EngineSizing engine_sizing(const EngineConfig& config, std::size_t ports) noexcept {
+  // Each shard's share of the handshake part, split in halves (the remainder of an odd share goes
+  // to the received half); their sum never exceeds mad_buffers.
+  const std::uint32_t share = config.mad_buffers / config.shards;
+  const std::uint64_t capacity = pool_capacity(config.mad_buffers, config.shards, config.shard_inbox, ports,
+                                               config.threading == Threading::workers);
   return EngineSizing{.endpoints_per_shard = static_cast<std::uint32_t>(table_size(config.max_endpoints, config.shards)),
-                      .pool_capacity = static_cast<std::uint32_t>(pool_capacity(config, ports)),
+                      .sent_per_shard = share / 2,
+                      .kept_per_shard = share - share / 2,
+                      .answers_per_shard = static_cast<std::uint32_t>(kAnswersPerShard),
+                      .pool_capacity = static_cast<std::uint32_t>(capacity),
                       .pool_cache = static_cast<std::uint32_t>(pool_cache(config))};
 }
 

@@ -77,11 +77,12 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
  public:
   ShardedEngine(Fabric& fabric, const Clock& clock, const EngineConfig& config, const shards::EngineSizing& sizing,
                 const engine::SipKey& key, std::shared_ptr<const shards::DpdkRuntime> runtime,
-                std::unique_ptr<mempool::MadMempool> pool)
+                std::unique_ptr<mempool::MadAccounts> accounts, std::unique_ptr<mempool::MadMempool> pool)
       : fabric_(fabric),
         clock_(clock),
         config_(config),
         runtime_(std::move(runtime)),
+        accounts_(std::move(accounts)),
         pool_(std::move(pool)),
         layout_(config.shards, key),
         epoch_(config.shards),
@@ -91,10 +92,11 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
         retired_listens_(epoch_, config.max_listens * 2, unique_name("fcm_lq"), true) {
     const std::uint32_t per_shard = sizing.endpoints_per_shard;
     for (std::uint32_t s = 0; s < config.shards; ++s) {
+      shard_pools_.push_back(std::make_unique<mempool::AccountedMadPool>(*pool_, *accounts_, s));
       shards_.push_back(std::make_unique<Shard>(
           shards::ShardEnv{.fabric = fabric,
                            .clock = clock,
-                           .pool = *pool_,
+                           .pool = *shard_pools_.back(),
                            .listens = listens_,
                            .remote_qpns = remote_qpns_,
                            .budget = budget_,
@@ -303,12 +305,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     std::fill(out.begin(), out.end(), PortCounters{});
     if (shard < shards_.size()) add_shard(shard, out);
   }
-  std::uint32_t mad_buffers_in_use() const override {
-    std::uint32_t spare = 0;
-    for (const auto& poller : pollers_) spare += poller->spare_buffers();
-    const std::uint32_t taken = pool_->in_use();
-    return taken > spare ? taken - spare : 0;
-  }
+  std::uint32_t mad_buffers_in_use() const override { return accounts_->handshake_in_use(); }
 
  private:
   // ShardSet
@@ -400,7 +397,9 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   const Clock& clock_;
   EngineConfig config_;
   std::shared_ptr<const shards::DpdkRuntime> runtime_;
+  std::unique_ptr<mempool::MadAccounts> accounts_;  // outlives the pool, which gives credits back
   std::unique_ptr<mempool::MadMempool> pool_;
+  std::vector<std::unique_ptr<mempool::AccountedMadPool>> shard_pools_;  // one per shard
   engine::CidLayout layout_;
   shards::Epoch epoch_;
   shards::ListenRegistry listens_;
@@ -443,19 +442,31 @@ Status Engine::create(Fabric& fabric, const Clock& clock, const EngineConfig& co
     reason.rule = "EAL failed to start";
     return Status::no_resources;
   }
+  std::unique_ptr<mempool::MadAccounts> accounts;
+  try {
+    accounts = std::make_unique<mempool::MadAccounts>(
+        config.shards, mempool::MadAccountLimits{.sent = sizing.sent_per_shard,
+                                                 .kept = sizing.kept_per_shard,
+                                                 .answer = sizing.answers_per_shard});
+  } catch (const std::exception&) {
+    reason.rule = "out of memory for the MAD accounts";
+    return Status::no_resources;
+  }
   std::unique_ptr<mempool::MadMempool> pool;
   const mempool::MadMempoolConfig pool_config{.name = unique_name("fcm_mad"),
                                               .capacity = sizing.pool_capacity,
                                               .cache_size = sizing.pool_cache,
                                               .sharing = config.threading == Threading::caller
                                                              ? mempool::PoolSharing::one_at_a_time
-                                                             : mempool::PoolSharing::threads};
+                                                             : mempool::PoolSharing::threads,
+                                              .accounts = accounts.get()};
   if (!mempool::MadMempool::create(*runtime, pool_config, &pool).ok()) {
     reason.rule = "DPDK could not allocate the MAD pool";
     return Status::no_resources;
   }
   try {
-    out = std::make_unique<ShardedEngine>(fabric, clock, config, sizing, *key, std::move(runtime), std::move(pool));
+    out = std::make_unique<ShardedEngine>(fabric, clock, config, sizing, *key, std::move(runtime), std::move(accounts),
+                                          std::move(pool));
   } catch (const std::exception&) {
     reason.rule = "out of memory for the engine's tables";
     return Status::no_resources;

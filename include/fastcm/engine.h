@@ -82,7 +82,18 @@ struct EngineConfig {
   std::uint32_t shard_inbox = 4096;          // received MADs queued per shard, at most
   std::uint32_t max_endpoints = 1u << 16;    // connection endpoints of all shards, time-wait included
   std::uint32_t max_listens = 256;
-  std::uint32_t mad_buffers = 1u << 14;      // pooled MADs: sent awaiting retry, and received
+  // MAD buffers, the handshake part: what endpoints keep, split evenly over the shards and, in each
+  // shard, in halves: MADs an endpoint sent and keeps to send again (one per endpoint: its next
+  // step is written over the last), and received MADs kept after their handling (by the endpoint,
+  // an event queue, or the application's retain()). mad_buffers_in_use() never exceeds it. The
+  // engine holds two reserves apart, sized from the other fields: the receive reserve (32 per port
+  // for the pollers, shard_inbox per shard for MADs on their way), which nothing the protocol keeps
+  // can take, so receiving never starves; and the answer reserve (4 per shard) for answers sent and
+  // released at once (REJ, DREP, ... to MADs of no endpoint). When a shard's sent half is full, or
+  // its kept half is within 1/8 of full, new handshakes are refused (a REQ gets REJ "no resources"
+  // from the answer reserve, counted DropReason::no_resources); a received MAD finding no kept
+  // credit at all is dropped before handling (counted no_resources; the peer retries).
+  std::uint32_t mad_buffers = 1u << 14;
   // Automatic MRA: when the application has not answered a REQ (or a REP) within this fraction of
   // the peer's CM response timeout, the engine sends an MRA for it. 0 disables.
   double auto_mra_fraction = 0.5;
@@ -104,7 +115,7 @@ inline constexpr std::uint32_t kMaxShards = 64;
 //                        shard bits = bit width of shards - 1) and within the shard's destroy
 //                        queue (2 x table + 1024 <= 2^24); so at most about 2^23
 //   max_listens          1..2^20
-//   mad_buffers          32..2^24 (at least one receive burst)
+//   mad_buffers          32..2^24, and at least 8 per shard (4 per half)
 //   auto_mra_fraction    0 <= f < 1 (NaN refused)
 //   mra_service_timeout  0..31 (a 5-bit exponent)
 //   idle_spins           0..2^20 (beyond, a worker would in effect never sleep)
@@ -245,11 +256,12 @@ class Engine {
   virtual void counters(std::span<PortCounters> out) const = 0;
   // One shard's per-port counters, as counters() (shard < EngineConfig::shards; else all zero).
   virtual void shard_counters(std::uint32_t shard, std::span<PortCounters> out) const = 0;
-  // Pooled MADs taken right now (at most EngineConfig::mad_buffers): sent MADs kept for
-  // retransmission, each endpoint's last received MAD, events queued for poll or retained, MADs
-  // waiting in a shard's inbox. 0 once no endpoint is live and no event holds a MAD, so tests and
-  // tools can check for leaks (the pollers' empty receive buffers are not counted). Any thread; a
-  // snapshot, exact when the engine is idle.
+  // The handshake part's buffers taken right now, never more than EngineConfig::mad_buffers: sent
+  // MADs kept for retransmission, received MADs kept by endpoints, events queued for poll or
+  // retained (and the MAD a shard is handling, whose kept credit it takes first). 0 once no
+  // endpoint is live and no event holds a MAD, so tests and tools can check for leaks. The
+  // reserves are not counted (the pollers' buffers, MADs waiting in inboxes, answers in flight).
+  // Any thread; a snapshot, exact when the engine is idle.
   [[nodiscard]] virtual std::uint32_t mad_buffers_in_use() const = 0;
 };
 

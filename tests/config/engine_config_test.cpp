@@ -120,9 +120,17 @@ TEST(EngineConfigCheck, MadBuffers) {
   expect_refused(ConfigField::mad_buffers,
                  {{"31", [](EngineConfig& c) { c.mad_buffers = 31; }},
                   {"2^24 + 1", [](EngineConfig& c) { c.mad_buffers = (1u << 24) + 1; }},
+                  {"511 over 64 shards (8 per shard)", [](EngineConfig& c) {
+                     c.mad_buffers = 511;
+                     c.shards = 64;
+                   }},
                   // Near 2^32 the pool's size (with the reserves) used to wrap to a few buffers.
                   {"2^32 - 1000, workers", [](EngineConfig& c) { c.mad_buffers = ~0u - 1000; }}});
   expect_accepted({{"32", [](EngineConfig& c) { c.mad_buffers = 32; }},
+                   {"512 over 64 shards", [](EngineConfig& c) {
+                      c.mad_buffers = 512;
+                      c.shards = 64;
+                    }},
                    {"2^24, 64 shards, workers, 255 ports", [](EngineConfig& c) {
                       c.mad_buffers = 1u << 24;
                       c.shards = 64;
