@@ -118,7 +118,7 @@ inline constexpr std::uint32_t kMaxShards = 64;
 //   mad_buffers          32..2^24, and at least 8 per shard (4 per half)
 //   auto_mra_fraction    0 <= f < 1 (NaN refused)
 //   mra_service_timeout  0..31 (a 5-bit exponent)
-//   idle_spins           0..2^20 (beyond, a worker would in effect never sleep)
+//   idle_spins           any value (0: sleep after the first empty poll; ~0u: never, in effect)
 //   fabric               the Fabric has 1..255 ports (port numbers are 8 bits)
 //   none                 not the configuration: EAL or DPDK memory, getrandom, or memory failed
 enum class ConfigField : std::uint8_t {
@@ -132,7 +132,6 @@ enum class ConfigField : std::uint8_t {
   mad_buffers,
   auto_mra_fraction,
   mra_service_timeout,
-  idle_spins,
   fabric,
 };
 
@@ -148,7 +147,6 @@ enum class ConfigField : std::uint8_t {
     case ConfigField::mad_buffers: return "mad_buffers";
     case ConfigField::auto_mra_fraction: return "auto_mra_fraction";
     case ConfigField::mra_service_timeout: return "mra_service_timeout";
-    case ConfigField::idle_spins: return "idle_spins";
     case ConfigField::fabric: return "fabric";
   }
   return "unknown";
