@@ -35,7 +35,7 @@ namespace fastcm::engine {
 
 class CepTable {
  public:
-  // `capacity` ≤ layout.max_slots(). Reserves address space for every slot; throws std::bad_alloc
+  // `capacity` ≤ CidLayout::max_slots(shards). Reserves address space for every slot; throws std::bad_alloc
   // when it cannot.
   CepTable(std::uint32_t capacity, std::uint32_t shard, CidLayout layout)
       : slots_(capacity), free_fifo_(capacity), attached_(capacity), capacity_(capacity), shard_(shard), layout_(layout) {}
@@ -192,7 +192,7 @@ class CepTable {
   [[nodiscard]] std::uint32_t next(std::uint32_t i) const noexcept { return i + 1 == capacity_ ? 0 : i + 1; }
   // Generations stay below 2^30 (the top bits are the attachment word's flags, and the very top
   // one tags listen Ids, see listens.h), and those whose low CID bits are zero are skipped so that
-  // no CID of slot 0, shard 0 is 0.
+  // no CID word is 0 (the permutation then keeps every CID non-zero, cid_permutation.h).
   [[nodiscard]] static std::uint32_t next_generation(std::uint32_t g) noexcept {
     do {
       g = (g + 1) & (kInCallback - 1);

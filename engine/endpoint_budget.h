@@ -1,4 +1,5 @@
-// The engine-wide bound on live endpoints (EngineConfig::max_endpoints), shared by the shards.
+// The engine-wide bound on live endpoints (EngineConfig::max_endpoints), shared by the shards; the
+// same bounded count serves the MAD accounts (mempool/mad_accounts.h).
 //
 // Each shard's table has room for more than its even share, so that REQs hashed unevenly across
 // shards still find a slot; this budget keeps the total at the configured bound, exactly as one
@@ -25,6 +26,9 @@ class EndpointBudget {
     return true;
   }
   void give() noexcept { used_.fetch_sub(1, std::memory_order_relaxed); }
+  // Taken now: a snapshot where other threads take and give.
+  [[nodiscard]] std::uint32_t used() const noexcept { return used_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint32_t limit() const noexcept { return limit_; }
 
  private:
   std::uint32_t limit_;

@@ -224,8 +224,8 @@ void Protocol::cancel_timer(Cep& cep) noexcept {
 
 // ---- sending -----------------------------------------------------------------------------------
 
-MadBuf* Protocol::new_mad(const MadAddress& to) noexcept {
-  MadBuf* buf = env_.pool.get();
+MadBuf* Protocol::new_mad(const MadAddress& to, MadAccount account) noexcept {
+  MadBuf* buf = env_.pool.get(account);
   if (buf == nullptr) {
     drop(to.port_index, DropReason::no_resources);
     return nullptr;
@@ -394,7 +394,7 @@ void Protocol::free_endpoint(Cep& cep) noexcept {
 }
 
 Cep* Protocol::allocate_endpoint() noexcept {
-  if (!env_.budget.take()) return nullptr;
+  if (!env_.pool.room_for_handshake() || !env_.budget.take()) return nullptr;
   Cep* cep = table_.allocate();
   if (cep == nullptr) env_.budget.give();
   return cep;

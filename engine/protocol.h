@@ -50,7 +50,7 @@ struct ProtocolEnv {
   EndpointBudget& budget;
   EngineConfig config;
   std::uint32_t shard = 0;
-  CidLayout layout{1, 0};
+  CidLayout layout{1, SipKey{}};
   std::uint32_t max_endpoints = 0;  // this shard's table (the budget bounds all shards together)
 };
 
@@ -149,10 +149,13 @@ class Protocol {
   void cancel_timer(Cep& cep) noexcept;
 
   // ---- shared steps ------------------------------------------------------------------------------
-  // A fresh pooled MAD addressed like `to`, or null (counted) when the pool is empty.
-  MadBuf* new_mad(const MadAddress& to) noexcept;
-  // Encodes `msg` as a Send into a new MAD to `cep.peer` with the endpoint's transaction ID, sends
-  // it and keeps it as `cep.sent` (for retransmission and duplicates). False when out of MADs.
+  // A fresh pooled MAD charged to `account` and addressed like `to`, or null (counted) when that
+  // account is exhausted.
+  MadBuf* new_mad(const MadAddress& to, MadAccount account) noexcept;
+  // Encodes `msg` as a Send to `cep.peer` with the endpoint's transaction ID, sends it and keeps it
+  // as `cep.sent` (for retransmission and duplicates). The MAD it replaces is written over when
+  // the endpoint is its only holder, so a handshake's next step needs no second buffer (an RTU
+  // replacing the REQ finds room even when REQs fill the sent half). False when out of MADs.
   template <mad::CmMessage M>
   bool send_and_keep(Cep& cep, const M& msg) noexcept;
   // Encodes and sends `msg` to `to` without keeping it (answers to MADs of no endpoint): as a
@@ -209,7 +212,9 @@ class Protocol {
   // The protocol side of destroy: REJ before establishment, DREQ when established, DREP to a
   // pending DREQ; the endpoint is freed now or when its time-wait ends.
   void abandon(Cep& cep) noexcept;
-  // A fresh endpoint within the engine's budget, or null (table or budget exhausted).
+  // A fresh endpoint within the engine's budget, or null (table or budget exhausted, or no room
+  // for a new handshake in the shard's MADs, MadPool::room_for_handshake: a REQ is then rejected
+  // "no resources").
   Cep* allocate_endpoint() noexcept;
   // Returns the endpoint to the free list: releases its MADs, timer, index entries and backlog
   // count. Runs when time-wait ends, or at once for endpoints that never left idle.
@@ -261,15 +266,19 @@ class Protocol {
 
 template <mad::CmMessage M>
 inline bool Protocol::send_and_keep(Cep& cep, const M& msg) noexcept {
-  MadBuf* buf = new_mad(cep.peer);
+  // Relaxed: only this shard's thread takes references on a sent MAD (the fabric copies it).
+  const bool overwrite = cep.sent != nullptr && cep.sent->refs.load(std::memory_order_relaxed) == 1;
+  MadBuf* buf = overwrite ? cep.sent : new_mad(cep.peer, MadAccount::sent);
   if (buf == nullptr) return false;
+  buf->packet.addr = cep.peer;
   const mad::MadHeader hdr = mad::cm_header(mad::Method::send, mad::WireLayout<M>::kAttr, cep.transaction_id);
   if (!mad::encode(hdr, msg, mad::MadSpan(buf->packet.mad)).ok()) {
     // Commands validate their parameters first; an encode failure here is a bug, not input.
     release(env_.pool, buf);
+    if (overwrite) cep.sent = nullptr;
     return false;
   }
-  release(env_.pool, cep.sent);
+  if (!overwrite) release(env_.pool, cep.sent);
   cep.sent = buf;
   if (env_.outbox.send(*buf)) count_sent(cep.peer.port_index, mad::WireLayout<M>::kAttr);
   return true;
@@ -287,7 +296,7 @@ inline void Protocol::send_reply(const MadAddress& to, const mad::MadHeader& hdr
 
 template <mad::CmMessage M>
 inline bool Protocol::send_unkept(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept {
-  MadBuf* buf = new_mad(to);
+  MadBuf* buf = new_mad(to, MadAccount::answer);
   if (buf == nullptr) return false;
   const bool sent = mad::encode(hdr, msg, mad::MadSpan(buf->packet.mad)).ok() && env_.outbox.send(*buf);
   release(env_.pool, buf);

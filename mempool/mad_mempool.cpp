@@ -92,7 +92,7 @@ shards::DpdkStatus MadMempool::create(const shards::DpdkRuntime& /*runtime*/,
                    "rte_mempool_cache_create(" + config.name + "): " + rte_strerror(rte_errno));
     }
   }
-  out->reset(new (std::nothrow) MadMempool(pool, cache, config.capacity));
+  out->reset(new (std::nothrow) MadMempool(pool, cache, config.capacity, config.accounts));
   if (*out == nullptr) {
     rte_mempool_cache_free(cache);
     rte_mempool_free(pool);
@@ -113,7 +113,8 @@ rte_mempool_cache* MadMempool::cache() const noexcept {
   return owned_cache_ != nullptr ? owned_cache_ : rte_mempool_default_cache(pool_, rte_lcore_id());
 }
 
-engine::MadBuf* MadMempool::get() noexcept {
+engine::MadBuf* MadMempool::get(engine::MadAccount account) noexcept {
+  if (account != engine::MadAccount::receive) return nullptr;
   void* obj = nullptr;
   if (rte_mempool_generic_get(pool_, &obj, 1, cache()) != 0) return nullptr;
   auto* buf = static_cast<engine::MadBuf*>(obj);
@@ -125,6 +126,7 @@ engine::MadBuf* MadMempool::get() noexcept {
   // for that miss (84% of get()'s samples), where the store below does not wait.
   if constexpr (kThreadSanitizer) (void)buf->refs.load(std::memory_order_acquire);
   buf->refs.store(1, std::memory_order_relaxed);  // the caller is the only holder
+  buf->account = 0;
   return buf;
 }
 
@@ -135,8 +137,24 @@ std::uint32_t MadMempool::in_use() const noexcept {
 }
 
 void MadMempool::put(engine::MadBuf* buf) noexcept {
+  // The last reference's acq_rel decrement (engine::release) orders the tag's write before this.
+  if (accounts_ != nullptr) accounts_->give(buf->account);
   void* obj = buf;
   rte_mempool_generic_put(pool_, &obj, 1, cache());
 }
+
+engine::MadBuf* AccountedMadPool::get(engine::MadAccount account) noexcept {
+  if (account == engine::MadAccount::receive) return pool_.get();
+  if (!accounts_.take(shard_, account)) return nullptr;
+  engine::MadBuf* buf = pool_.get();
+  if (buf == nullptr) {
+    accounts_.give(MadAccounts::tag(shard_, account));
+    return nullptr;
+  }
+  buf->account = MadAccounts::tag(shard_, account);
+  return buf;
+}
+
+std::uint32_t AccountedMadPool::in_use() const noexcept { return accounts_.shard_in_use(shard_); }
 
 }  // namespace fastcm::mempool

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "engine/mad_buf.h"
+#include "mempool/mad_accounts.h"
 #include "shards/dpdk_runtime.h"
 
 struct rte_mempool;
@@ -43,6 +44,9 @@ struct MadMempoolConfig {
   std::uint32_t capacity = 8191;  // buffers; 2^n - 1 uses the ring best
   std::uint32_t cache_size = 64;  // per-lcore cache, 0 .. 512 and at most capacity / 1.5
   PoolSharing sharing = PoolSharing::threads;
+  // Where a returned buffer's credit goes back (its MadRef::account tag); null: no buffer is ever
+  // charged. Must outlive the pool.
+  MadAccounts* accounts = nullptr;
 };
 
 class MadMempool final : public engine::MadPool {
@@ -59,9 +63,14 @@ class MadMempool final : public engine::MadPool {
   // Frees the pool. Every buffer must have been returned and no thread may use it any more.
   ~MadMempool() override;
 
-  // A buffer with one reference, or null when every buffer is out. Thread: any (one at a time
-  // with PoolSharing::one_at_a_time), and so for releasing a buffer.
-  [[nodiscard]] engine::MadBuf* get() noexcept override;
+  // A buffer with one reference, charged to nothing (the receive reserve), or null when every
+  // buffer is out. Any other account is null here: AccountedMadPool charges them (its credits,
+  // then a buffer from this pool). Thread: any (one at a time with PoolSharing::one_at_a_time),
+  // and so for releasing a buffer, whose credit (if any) goes back to config.accounts.
+  using engine::MadPool::get;
+  [[nodiscard]] engine::MadBuf* get(engine::MadAccount account) noexcept override;
+  // Handshakes are charged by AccountedMadPool; this pool has no credits to hold them.
+  [[nodiscard]] bool room_for_handshake() const noexcept override { return false; }
   // Buffers handed out and not yet returned, from rte_mempool_in_use_count: exact while no get or
   // put runs, a snapshot otherwise (it sums the lcore caches without stopping their owners). An
   // exact shared counter would put one contended atomic on every get and put of every shard.
@@ -72,8 +81,10 @@ class MadMempool final : public engine::MadPool {
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
 
  private:
-  MadMempool(rte_mempool* pool, rte_mempool_cache* owned_cache, std::uint32_t capacity) noexcept
-      : pool_(pool), owned_cache_(owned_cache), capacity_(capacity) {}
+  friend class AccountedMadPool;
+
+  MadMempool(rte_mempool* pool, rte_mempool_cache* owned_cache, std::uint32_t capacity, MadAccounts* accounts) noexcept
+      : pool_(pool), owned_cache_(owned_cache), capacity_(capacity), accounts_(accounts) {}
   void put(engine::MadBuf* buf) noexcept override;
   // The owned cache, else the calling lcore's (null for an unregistered thread or cache_size 0).
   [[nodiscard]] rte_mempool_cache* cache() const noexcept;
@@ -81,6 +92,38 @@ class MadMempool final : public engine::MadPool {
   rte_mempool* pool_;
   rte_mempool_cache* owned_cache_;  // PoolSharing::one_at_a_time with a cache, else null
   std::uint32_t capacity_;
+  MadAccounts* accounts_;
+};
+
+// One shard's view of the engine's pool: get(sent / kept / answer) takes a credit of the shard's
+// account first (none left: null, nothing taken), get(receive) charges nothing. The buffer's tag
+// sends the credit back whoever returns it. Thread: as MadMempool; the charged gets from the
+// shard's thread (its protocol), where the shard's credits are taken.
+class AccountedMadPool final : public engine::MadPool {
+ public:
+  AccountedMadPool(MadMempool& pool, MadAccounts& accounts, std::uint32_t shard) noexcept
+      : pool_(pool), accounts_(accounts), shard_(shard) {}
+
+  using engine::MadPool::get;
+  [[nodiscard]] engine::MadBuf* get(engine::MadAccount account) noexcept override;
+  [[nodiscard]] bool room_for_handshake() const noexcept override { return accounts_.room_for_handshake(shard_); }
+  // The shard's handshake credits taken now (sent + kept).
+  [[nodiscard]] std::uint32_t in_use() const noexcept override;
+
+  // A received MAD may stay referenced after its handling (kept by an endpoint, an event queue or
+  // the application): before handling, the shard takes a kept credit for it (false: none left, the
+  // MAD must not be handled), and afterwards charges the buffer with it or gives it back.
+  [[nodiscard]] bool reserve_kept() noexcept { return accounts_.take(shard_, engine::MadAccount::kept); }
+  // `buf` (a receive buffer the caller holds a reference on) takes the reserved credit.
+  void charge_kept(engine::MadBuf& buf) noexcept { buf.account = MadAccounts::tag(shard_, engine::MadAccount::kept); }
+  void cancel_kept() noexcept { accounts_.give(MadAccounts::tag(shard_, engine::MadAccount::kept)); }
+
+ private:
+  void put(engine::MadBuf* buf) noexcept override { pool_.put(buf); }
+
+  MadMempool& pool_;
+  MadAccounts& accounts_;
+  std::uint32_t shard_;
 };
 
 }  // namespace fastcm::mempool

@@ -45,7 +45,6 @@ void PortPoller::refill() noexcept {
     if (buf == nullptr) break;  // pool exhausted: receive fewer; the fabric queue holds the rest
     spares_[spares_ready_++] = buf;
   }
-  spare_count_.store(static_cast<std::uint32_t>(spares_ready_), std::memory_order_relaxed);
 }
 
 std::uint32_t PortPoller::shard_for(const engine::RoutingKey& key) const noexcept {
@@ -99,8 +98,8 @@ std::size_t PortPoller::poll_once() noexcept {
     if (posted < burst.size()) inbox_full_.fetch_add(burst.size() - posted, std::memory_order_relaxed);
   }
   // The filled buffers now belong to the shards; the unfilled ones move to the front, and the
-  // spares are made whole before any shard handles this burst, so the shards' own takes stay
-  // within EngineConfig::mad_buffers.
+  // spares are made whole before any shard handles this burst (from the receive reserve, which the
+  // shards' charged takes never reach: mempool/mad_accounts.h).
   for (std::size_t i = n; i < spares_ready_; ++i) spares_[i - n] = spares_[i];
   spares_ready_ -= n;
   refill();

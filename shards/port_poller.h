@@ -3,7 +3,7 @@
 // routing"). It knows routing keys, not message layouts (engine/routing_key.h reads them).
 //
 // Thread contract: poll_once() and run() on the port's poller thread (or progress()'s caller),
-// one at a time; spare_buffers(), inbox_full_drops() and stop() from any thread.
+// one at a time; inbox_full_drops() and stop() from any thread.
 #pragma once
 
 #include <array>
@@ -38,10 +38,6 @@ class PortPoller {
   void run(unsigned idle_spins) noexcept;
   void stop() noexcept;
 
-  // Empty buffers kept ready for the next burst (not "in use" for leak accounting).
-  [[nodiscard]] std::uint32_t spare_buffers() const noexcept {
-    return spare_count_.load(std::memory_order_relaxed);  // a statistic: no ordering needed
-  }
   // MADs dropped because their shard's inbox was full.
   [[nodiscard]] std::uint64_t inbox_full_drops() const noexcept {
     return inbox_full_.load(std::memory_order_relaxed);  // a statistic: no ordering needed
@@ -60,7 +56,6 @@ class PortPoller {
   // pool round trip (the inline driver paid 32 gets and puts per empty poll).
   std::array<engine::MadBuf*, kBurst> spares_{};
   std::size_t spares_ready_ = 0;
-  std::atomic<std::uint32_t> spare_count_{0};   // mirrors spares_ready_ for other threads
   std::atomic<std::uint64_t> inbox_full_{0};    // written by the poller only
   std::atomic<bool> stop_requested_{false};     // release by stop(), acquire by run()
   int stop_fd_ = -1;

@@ -20,9 +20,6 @@ constexpr std::size_t kBurst = 32;
 // A batch takes at most this many bursts, so timers, quiescent states and counter snapshots keep
 // coming under a flood.
 constexpr int kBurstsPerBatch = 8;
-// Room in the inbox beyond the MADs: every control item (destroys, stale notices, commands of
-// waiting threads) fits without waiting in all but pathological cases (post_control yields then).
-constexpr std::uint32_t kControlHeadroom = 1024;
 constexpr std::uint64_t kRetryReclaimNs = 1'000'000;
 
 thread_local const Shard* tls_worker_shard = nullptr;
@@ -48,11 +45,13 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
                                     .shard = env.index,
                                     .layout = env.layout,
                                     .max_endpoints = env.endpoints}),
-      inbox_(env.config.shard_inbox + env.endpoints + kControlHeadroom, env.index),
-      retired_(env.epoch, 2 * env.endpoints + kControlHeadroom, defer_queue_name(env.index), false),
+      inbox_(static_cast<std::uint32_t>(inbox_capacity(env.config.shard_inbox, env.endpoints)), env.index),
+      retired_(env.epoch, static_cast<std::uint32_t>(retire_capacity(env.endpoints)), defer_queue_name(env.index),
+               false),
       snapshot_(env.fabric.ports().size()),
       pending_destroys_(env.endpoints),
-      mad_credits_(env.config.shard_inbox) {}
+      mad_credits_(env.config.shard_inbox),
+      unkept_drops_(std::make_unique<std::atomic<std::uint64_t>[]>(env.fabric.ports().size())) {}
 
 Shard::~Shard() {
   // Whatever is still queued: MADs go back to the pool; control items cannot be left (the engine
@@ -180,7 +179,7 @@ void Shard::handle(void* item) noexcept {
     return Id::make(env_.layout.encode({env_.index, slot, gen}), gen);
   };
   switch (word & kTagMask) {
-    case kMad: protocol_.on_mad(reinterpret_cast<engine::MadBuf*>(word)); break;
+    case kMad: deliver(reinterpret_cast<engine::MadBuf*>(word)); break;
     case kMadChain: handle_chain(reinterpret_cast<engine::MadBuf*>(word & ~kTagMask)); break;
     case kCommand: {
       auto* cmd = reinterpret_cast<Command*>(word & ~kTagMask);
@@ -207,7 +206,27 @@ void Shard::handle_chain(engine::MadBuf* mad) noexcept {
     engine::MadBuf* one[] = {mad};
     if (set_.shard(next).post_mads(one, true) == 1) return;
   }
+  deliver(mad);
+}
+
+void Shard::deliver(engine::MadBuf* mad) noexcept {
+  if (!env_.pool.reserve_kept()) {
+    const std::uint16_t port = mad->packet.addr.port_index;
+    if (port < env_.fabric.ports().size()) unkept_drops_[port].fetch_add(1, std::memory_order_relaxed);
+    engine::release(env_.pool, mad);
+    return;
+  }
+  // Our own reference tells afterwards whether anyone else still holds the MAD.
+  engine::retain(*mad);
   protocol_.on_mad(mad);
+  // Acquire: pairs with the acq_rel decrement of a holder on another thread that let go already
+  // (an event polled and released), so a count of 1 means nobody else holds it.
+  if (mad->refs.load(std::memory_order_acquire) > 1) {
+    env_.pool.charge_kept(*mad);  // before our release: the last holder's put reads it
+  } else {
+    env_.pool.cancel_kept();
+  }
+  engine::release(env_.pool, mad);
 }
 
 // ---- any thread --------------------------------------------------------------------------------
@@ -271,6 +290,10 @@ void Shard::counters(std::span<PortCounters> out) const noexcept {
     std::copy_n(live.begin(), std::min(live.size(), out.size()), out.begin());
   } else {
     snapshot_.read(out);
+  }
+  const std::size_t ports = std::min(out.size(), env_.fabric.ports().size());
+  for (std::size_t p = 0; p < ports; ++p) {
+    out[p].drops[static_cast<std::size_t>(DropReason::no_resources)] += unkept_drops_[p].load(std::memory_order_relaxed);
   }
 }
 

@@ -27,6 +27,7 @@
 #include "engine/mad_buf.h"
 #include "engine/outbox.h"
 #include "engine/protocol.h"
+#include "mempool/mad_mempool.h"
 #include "shards/counter_snapshot.h"
 #include "shards/epoch.h"
 #include "shards/shard_inbox.h"
@@ -45,7 +46,7 @@ struct Command {
 struct ShardEnv {
   Fabric& fabric;
   const Clock& clock;
-  engine::MadPool& pool;
+  mempool::AccountedMadPool& pool;  // charges this shard's MAD accounts
   engine::Listens& listens;
   engine::RemoteQpns& remote_qpns;
   engine::EndpointBudget& budget;
@@ -61,6 +62,18 @@ struct ShardEnv {
 
 class Shard final : private engine::Outbox {
  public:
+  // Room in the inbox beyond the MADs: every control item (destroys, stale notices, commands of
+  // waiting threads) fits without waiting in all but pathological cases (post_control yields then).
+  static constexpr std::uint32_t kControlHeadroom = 1024;
+  // The sizes the shard's rings get from its MAD share and table size, in 64 bits so a
+  // configuration check can compare them with the rings' limits before anything overflows.
+  [[nodiscard]] static constexpr std::uint64_t inbox_capacity(std::uint64_t shard_inbox, std::uint64_t endpoints) noexcept {
+    return shard_inbox + endpoints + kControlHeadroom;
+  }
+  [[nodiscard]] static constexpr std::uint64_t retire_capacity(std::uint64_t endpoints) noexcept {
+    return 2 * endpoints + kControlHeadroom;
+  }
+
   // Allocates everything the shard will ever use. Throws std::system_error / std::bad_alloc.
   Shard(const ShardEnv& env, ShardSet& set);
   ~Shard() override;
@@ -124,6 +137,10 @@ class Shard final : private engine::Outbox {
 
   void handle(void* item) noexcept;
   void handle_chain(engine::MadBuf* mad) noexcept;
+  // Hands a received MAD to the protocol with a kept credit reserved for it, so that whatever keeps
+  // it afterwards (the endpoint, an event, the application) stays within the handshake part; with
+  // no credit left it is dropped (counted no_resources; the peer retries).
+  void deliver(engine::MadBuf* mad) noexcept;
   // Posts a control item (never a MAD), yielding while the inbox is full: control items are
   // bounded by the endpoints and waiting callers, and the shard drains without waiting on anyone.
   void post_control(void* item) noexcept;
@@ -144,6 +161,9 @@ class Shard final : private engine::Outbox {
   // MADs the inbox may hold: pollers take credits before posting, the shard returns them per
   // batch, so commands and destroys always find room. Relaxed: the ring orders the items.
   std::atomic<std::int64_t> mad_credits_;
+  // Per port: MADs dropped with no kept credit left (added to no_resources by counters()). Written
+  // by the shard's thread, read by any (a statistic: relaxed).
+  std::unique_ptr<std::atomic<std::uint64_t>[]> unkept_drops_;
   bool stopping_ = false;  // set by stop()'s command: the shard's thread only
 };
 

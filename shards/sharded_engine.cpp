@@ -6,13 +6,17 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <sys/random.h>
+
+#include <cerrno>
+
 #include "engine/listens.h"
 #include "fastcm/engine.h"
+#include "shards/engine_config.h"
 #include "mempool/mad_mempool.h"
 #include "shards/dpdk_runtime.h"
 #include "shards/epoch.h"
@@ -53,53 +57,46 @@ std::string unique_name(const char* prefix) {
   return prefix + std::to_string(next.fetch_add(1, std::memory_order_relaxed));
 }
 
-// MAD buffers beyond EngineConfig::mad_buffers: the pollers' spare bursts (kept full, so the
-// protocol itself can take exactly mad_buffers) and, with worker threads, what per-lcore mempool
-// caches may strand (1.5 x cache per registered thread, mad_mempool.h). Worker caches of 256 pass
-// buffers from a poller (gets) to a shard (puts) through the pool's ring once per 256 to 384
-// MADs instead of once per 32 to 48. With the caller's thread the pool owns its one cache, which
-// every get reaches: nothing is stranded.
-constexpr std::uint32_t kWorkerPoolCache = 256;
-constexpr std::uint32_t kCallerPoolCache = 32;
-std::uint32_t pool_cache(const EngineConfig& config) {
-  return config.threading == Threading::workers ? kWorkerPoolCache : kCallerPoolCache;
-}
-std::uint32_t pool_capacity(const EngineConfig& config, std::size_t ports) {
-  const auto threads = static_cast<std::uint32_t>(config.shards + ports + 1);
-  const std::uint32_t stranded =
-      config.threading == Threading::workers ? threads * (kWorkerPoolCache * 3 / 2) : 0;
-  return config.mad_buffers + static_cast<std::uint32_t>(ports * shards::PortPoller::kBurst) +
-         stranded;
-}
-
-// Slots per shard: small tables whole in every shard (any spread of REQs fits, as in one table),
-// large ones twice the even share (hashing spreads them); the budget keeps the total exact.
-std::uint32_t table_size(const EngineConfig& config) {
-  const std::uint32_t share = (config.max_endpoints + config.shards - 1) / config.shards;
-  return std::min(config.max_endpoints, std::max(4096u, 2 * share));
+// The comm-ID key: the configured one, else 16 bytes from getrandom(2) (which blocks only until
+// the kernel's pool is first initialized, at boot). Nullopt when getrandom fails.
+std::optional<engine::SipKey> cid_key(const EngineConfig& config) {
+  if (config.cid_key) return engine::SipKey{config.cid_key->k0, config.cid_key->k1};
+  std::uint64_t words[2];
+  auto* bytes = reinterpret_cast<unsigned char*>(words);
+  std::size_t got = 0;
+  while (got < sizeof words) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof words - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    got += static_cast<std::size_t>(n);
+  }
+  return engine::SipKey{words[0], words[1]};
 }
 
 class ShardedEngine final : public Engine, private shards::ShardSet {
  public:
-  ShardedEngine(Fabric& fabric, const Clock& clock, const EngineConfig& config,
-                std::shared_ptr<const shards::DpdkRuntime> runtime, std::unique_ptr<mempool::MadMempool> pool)
+  ShardedEngine(Fabric& fabric, const Clock& clock, const EngineConfig& config, const shards::EngineSizing& sizing,
+                const engine::SipKey& key, std::shared_ptr<const shards::DpdkRuntime> runtime,
+                std::unique_ptr<mempool::MadAccounts> accounts, std::unique_ptr<mempool::MadMempool> pool)
       : fabric_(fabric),
         clock_(clock),
         config_(config),
         runtime_(std::move(runtime)),
+        accounts_(std::move(accounts)),
         pool_(std::move(pool)),
-        layout_(config.shards, std::random_device{}()),
+        layout_(config.shards, key),
         epoch_(config.shards),
         listens_(config.max_listens, epoch_),
         remote_qpns_(config.max_endpoints),
         budget_(config.max_endpoints),
         retired_listens_(epoch_, config.max_listens * 2, unique_name("fcm_lq"), true) {
-    const std::uint32_t per_shard = table_size(config);
+    const std::uint32_t per_shard = sizing.endpoints_per_shard;
     for (std::uint32_t s = 0; s < config.shards; ++s) {
+      shard_pools_.push_back(std::make_unique<mempool::AccountedMadPool>(*pool_, *accounts_, s));
       shards_.push_back(std::make_unique<Shard>(
           shards::ShardEnv{.fabric = fabric,
                            .clock = clock,
-                           .pool = *pool_,
+                           .pool = *shard_pools_.back(),
                            .listens = listens_,
                            .remote_qpns = remote_qpns_,
                            .budget = budget_,
@@ -308,12 +305,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     std::fill(out.begin(), out.end(), PortCounters{});
     if (shard < shards_.size()) add_shard(shard, out);
   }
-  std::uint32_t mad_buffers_in_use() const override {
-    std::uint32_t spare = 0;
-    for (const auto& poller : pollers_) spare += poller->spare_buffers();
-    const std::uint32_t taken = pool_->in_use();
-    return taken > spare ? taken - spare : 0;
-  }
+  std::uint32_t mad_buffers_in_use() const override { return accounts_->handshake_in_use(); }
 
  private:
   // ShardSet
@@ -405,7 +397,9 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   const Clock& clock_;
   EngineConfig config_;
   std::shared_ptr<const shards::DpdkRuntime> runtime_;
+  std::unique_ptr<mempool::MadAccounts> accounts_;  // outlives the pool, which gives credits back
   std::unique_ptr<mempool::MadMempool> pool_;
+  std::vector<std::unique_ptr<mempool::AccountedMadPool>> shard_pools_;  // one per shard
   engine::CidLayout layout_;
   shards::Epoch epoch_;
   shards::ListenRegistry listens_;
@@ -420,35 +414,70 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   std::deque<std::unique_ptr<shards::MpscEventQueue>> queues_;
 };
 
-bool valid(const EngineConfig& config, const Fabric& fabric) {
-  const engine::CidLayout layout(config.shards, 0);
-  return config.shards >= 1 && config.shards <= kMaxShards && config.max_endpoints > 0 &&
-         config.max_endpoints <= shards::RemoteQpnRegistry::kMaxCapacity &&
-         table_size(config) <= layout.max_slots() && config.max_listens > 0 &&
-         config.mad_buffers >= shards::PortPoller::kBurst && config.shard_inbox > 0 &&
-         config.shard_inbox <= (1u << 20) && config.auto_mra_fraction >= 0 && config.auto_mra_fraction < 1 &&
-         config.mra_service_timeout <= 31 && !fabric.ports().empty();
-}
-
 }  // namespace
 
-std::unique_ptr<Engine> Engine::create(Fabric& fabric, const Clock& clock, const EngineConfig& config) {
-  if (!valid(config, fabric)) return nullptr;
+Status Engine::create(Fabric& fabric, const Clock& clock, const EngineConfig& config, std::unique_ptr<Engine>& out,
+                      ConfigError* why) {
+  out.reset();
+  ConfigError ignored;
+  ConfigError& reason = why != nullptr ? *why : ignored;
+  reason = ConfigError{};
+  const std::size_t ports = fabric.ports().size();
+  if (const std::optional<ConfigError> broken = shards::check_config(config, ports)) {
+    reason = *broken;
+    return Status::invalid_argument;
+  }
+  const shards::EngineSizing sizing = shards::engine_sizing(config, ports);
+  const std::optional<engine::SipKey> key = cid_key(config);
+  if (!key) {
+    reason.rule = "getrandom failed to draw the comm-ID key";
+    return Status::no_resources;
+  }
   auto runtime = acquire_runtime(config.eal);
-  if (!runtime) return nullptr;
+  if (!runtime) {
+    if (config.eal == EalOwner::application) {
+      reason = ConfigError{ConfigField::eal, "EalOwner::application needs rte_eal_init before Engine::create"};
+      return Status::invalid_argument;
+    }
+    reason.rule = "EAL failed to start";
+    return Status::no_resources;
+  }
+  std::unique_ptr<mempool::MadAccounts> accounts;
+  try {
+    accounts = std::make_unique<mempool::MadAccounts>(
+        config.shards, mempool::MadAccountLimits{.sent = sizing.sent_per_shard,
+                                                 .kept = sizing.kept_per_shard,
+                                                 .answer = sizing.answers_per_shard});
+  } catch (const std::exception&) {
+    reason.rule = "out of memory for the MAD accounts";
+    return Status::no_resources;
+  }
   std::unique_ptr<mempool::MadMempool> pool;
   const mempool::MadMempoolConfig pool_config{.name = unique_name("fcm_mad"),
-                                              .capacity = pool_capacity(config, fabric.ports().size()),
-                                              .cache_size = pool_cache(config),
+                                              .capacity = sizing.pool_capacity,
+                                              .cache_size = sizing.pool_cache,
                                               .sharing = config.threading == Threading::caller
                                                              ? mempool::PoolSharing::one_at_a_time
-                                                             : mempool::PoolSharing::threads};
-  if (!mempool::MadMempool::create(*runtime, pool_config, &pool).ok()) return nullptr;
-  try {
-    return std::make_unique<ShardedEngine>(fabric, clock, config, std::move(runtime), std::move(pool));
-  } catch (const std::exception&) {
-    return nullptr;
+                                                             : mempool::PoolSharing::threads,
+                                              .accounts = accounts.get()};
+  if (!mempool::MadMempool::create(*runtime, pool_config, &pool).ok()) {
+    reason.rule = "DPDK could not allocate the MAD pool";
+    return Status::no_resources;
   }
+  try {
+    out = std::make_unique<ShardedEngine>(fabric, clock, config, sizing, *key, std::move(runtime), std::move(accounts),
+                                          std::move(pool));
+  } catch (const std::exception&) {
+    reason.rule = "out of memory for the engine's tables";
+    return Status::no_resources;
+  }
+  return Status::ok;
+}
+
+std::unique_ptr<Engine> Engine::create(Fabric& fabric, const Clock& clock, const EngineConfig& config) {
+  std::unique_ptr<Engine> engine;
+  (void)create(fabric, clock, config, engine, nullptr);
+  return engine;
 }
 
 }  // namespace fastcm

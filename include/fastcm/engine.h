@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 
 #include "fastcm/clock.h"
 #include "fastcm/connection_info.h"
@@ -64,6 +65,16 @@ enum class Threading : std::uint8_t { workers, caller };
 // initialized" query, so the application says which.
 enum class EalOwner : std::uint8_t { engine, application };
 
+// The key of the engine's comm-ID permutation (engine/cid.h): local comm IDs are a keyed
+// pseudo-random permutation of [shard | slot | generation], so the IDs a peer sees tell it nothing
+// about the others, nor about the next one a slot will get. Two engines with the same key and the
+// same sequence of calls and MADs issue the same IDs.
+struct CidKey {
+  std::uint64_t k0 = 0;
+  std::uint64_t k1 = 0;
+};
+
+// Every field is checked by Engine::create (see ConfigField for the rules); the defaults pass.
 struct EngineConfig {
   std::uint32_t shards = 1;                  // 1..kMaxShards; CIDs carry the shard bits
   Threading threading = Threading::workers;
@@ -71,20 +82,96 @@ struct EngineConfig {
   std::uint32_t shard_inbox = 4096;          // received MADs queued per shard, at most
   std::uint32_t max_endpoints = 1u << 16;    // connection endpoints of all shards, time-wait included
   std::uint32_t max_listens = 256;
-  std::uint32_t mad_buffers = 1u << 14;      // pooled MADs: sent awaiting retry, and received
+  // MAD buffers, the handshake part: what endpoints keep, split evenly over the shards and, in each
+  // shard, in halves: MADs an endpoint sent and keeps to send again (one per endpoint: its next
+  // step is written over the last), and received MADs kept after their handling (by the endpoint,
+  // an event queue, or the application's retain()). mad_buffers_in_use() never exceeds it. The
+  // engine holds two reserves apart, sized from the other fields: the receive reserve (32 per port
+  // for the pollers, shard_inbox per shard for MADs on their way), which nothing the protocol keeps
+  // can take, so receiving never starves; and the answer reserve (4 per shard) for answers sent and
+  // released at once (REJ, DREP, ... to MADs of no endpoint). When a shard's sent half is full, or
+  // its kept half is within 1/8 of full, new handshakes are refused (a REQ gets REJ "no resources"
+  // from the answer reserve, counted DropReason::no_resources); a received MAD finding no kept
+  // credit at all is dropped before handling (counted no_resources; the peer retries).
+  std::uint32_t mad_buffers = 1u << 14;
   // Automatic MRA: when the application has not answered a REQ (or a REP) within this fraction of
   // the peer's CM response timeout, the engine sends an MRA for it. 0 disables.
   double auto_mra_fraction = 0.5;
   std::uint8_t mra_service_timeout = 24;     // exponent sent in automatic and backlog MRAs
   std::uint32_t idle_spins = 64;             // empty polls (with a yield) before a worker sleeps
+  // nullopt (the default): a fresh key from getrandom(2) per engine. Set only where IDs must be
+  // reproducible (tests); a key a peer knows makes every ID predictable again.
+  std::optional<CidKey> cid_key = std::nullopt;
 };
 
 inline constexpr std::uint32_t kMaxShards = 64;
 
+// The field a refused EngineConfig broke, and the rule (ConfigError::rule says it in words):
+//   shards               1..kMaxShards
+//   threading, eal       one of the enumerators
+//   shard_inbox          1..2^20
+//   max_endpoints        at least 1; each shard's table (up to 4096 the whole number, beyond it
+//                        twice the even share) within the CID's slot field (2^(24 - shard bits),
+//                        shard bits = bit width of shards - 1) and within the shard's destroy
+//                        queue (2 x table + 1024 <= 2^24); so at most about 2^23
+//   max_listens          1..2^20
+//   mad_buffers          32..2^24, and at least 8 per shard (4 per half)
+//   auto_mra_fraction    0 <= f < 1 (NaN refused)
+//   mra_service_timeout  0..31 (a 5-bit exponent)
+//   idle_spins           any value (0: sleep after the first empty poll; ~0u: never, in effect)
+//   fabric               the Fabric has 1..255 ports (port numbers are 8 bits)
+//   none                 not the configuration: EAL or DPDK memory, getrandom, or memory failed
+enum class ConfigField : std::uint8_t {
+  none,
+  shards,
+  threading,
+  eal,
+  shard_inbox,
+  max_endpoints,
+  max_listens,
+  mad_buffers,
+  auto_mra_fraction,
+  mra_service_timeout,
+  fabric,
+};
+
+[[nodiscard]] constexpr std::string_view to_string(ConfigField f) noexcept {
+  switch (f) {
+    case ConfigField::none: return "none";
+    case ConfigField::shards: return "shards";
+    case ConfigField::threading: return "threading";
+    case ConfigField::eal: return "eal";
+    case ConfigField::shard_inbox: return "shard_inbox";
+    case ConfigField::max_endpoints: return "max_endpoints";
+    case ConfigField::max_listens: return "max_listens";
+    case ConfigField::mad_buffers: return "mad_buffers";
+    case ConfigField::auto_mra_fraction: return "auto_mra_fraction";
+    case ConfigField::mra_service_timeout: return "mra_service_timeout";
+    case ConfigField::fabric: return "fabric";
+  }
+  return "unknown";
+}
+
+// Why Engine::create refused: the field and the rule it broke. `rule` is static text (it lives as
+// long as the program), e.g. "must be 1..64".
+struct ConfigError {
+  ConfigField field = ConfigField::none;
+  std::string_view rule;
+};
+
 class Engine {
  public:
-  // Creates an engine over `fabric`'s ports. Returns null when the configuration is out of range
-  // or DPDK cannot be used (EAL failed to start, or EalOwner::application without an EAL).
+  // Creates an engine over `fabric`'s ports into `out` (left null on failure). Blocks while EAL
+  // starts (the first engine of a process with EalOwner::engine) and getrandom(2) waits for the
+  // kernel's entropy at boot. Thread: any, also concurrently. When `why` is not null it receives
+  // the reason of a refusal (ConfigField::none and an empty rule on success). Errors:
+  //   invalid_argument  a field breaks its rule (ConfigField); nothing was started or allocated
+  //   invalid_argument  EalOwner::application without an initialized EAL (field eal)
+  //   no_resources      EAL failed to start, DPDK memory for the pool, getrandom or memory failed
+  //                     (field none, the rule names what failed)
+  static Status create(Fabric& fabric, const Clock& clock, const EngineConfig& config,
+                       std::unique_ptr<Engine>& out, ConfigError* why);
+  // create() without the reason: null on any error.
   static std::unique_ptr<Engine> create(Fabric& fabric, const Clock& clock, const EngineConfig& config);
   // Stops the workers (if any) and frees everything: no callback runs once it returns. Must not be
   // called from a callback.
@@ -167,11 +254,12 @@ class Engine {
   virtual void counters(std::span<PortCounters> out) const = 0;
   // One shard's per-port counters, as counters() (shard < EngineConfig::shards; else all zero).
   virtual void shard_counters(std::uint32_t shard, std::span<PortCounters> out) const = 0;
-  // Pooled MADs taken right now (at most EngineConfig::mad_buffers): sent MADs kept for
-  // retransmission, each endpoint's last received MAD, events queued for poll or retained, MADs
-  // waiting in a shard's inbox. 0 once no endpoint is live and no event holds a MAD, so tests and
-  // tools can check for leaks (the pollers' empty receive buffers are not counted). Any thread; a
-  // snapshot, exact when the engine is idle.
+  // The handshake part's buffers taken right now, never more than EngineConfig::mad_buffers: sent
+  // MADs kept for retransmission, received MADs kept by endpoints, events queued for poll or
+  // retained (and the MAD a shard is handling, whose kept credit it takes first). 0 once no
+  // endpoint is live and no event holds a MAD, so tests and tools can check for leaks. The
+  // reserves are not counted (the pollers' buffers, MADs waiting in inboxes, answers in flight).
+  // Any thread; a snapshot, exact when the engine is idle.
   [[nodiscard]] virtual std::uint32_t mad_buffers_in_use() const = 0;
 };
 

@@ -16,10 +16,10 @@ inline constexpr std::uint64_t kServiceId = 0x1000'0000'0000'0042;
 
 // The REQ the scenarios send from client QP `qpn` to kServiceId: answers expected within ~0.4 s
 // (path packet life time 14, CM response timeouts 16), three retries.
-[[nodiscard]] inline ReqParams standard_req(const Cluster& cluster, Qpn qpn) {
+[[nodiscard]] inline ReqParams standard_req(const Path& to_server, Qpn qpn) {
   ReqParams p;
   p.service_id = kServiceId;
-  p.primary = cluster.path_to_server();
+  p.primary = to_server;
   p.qpn = qpn;
   p.starting_psn = 0x1111;
   p.responder_resources = 8;
@@ -28,6 +28,9 @@ inline constexpr std::uint64_t kServiceId = 0x1000'0000'0000'0042;
   p.local_cm_response_timeout = 16;
   p.max_cm_retries = 3;
   return p;
+}
+[[nodiscard]] inline ReqParams standard_req(const Cluster& cluster, Qpn qpn) {
+  return standard_req(cluster.path_to_server(), qpn);
 }
 
 // The server listens on kServiceId and answers every REQ with a REP (unless `accept` is false);

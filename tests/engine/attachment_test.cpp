@@ -10,7 +10,7 @@ namespace {
 
 class Attachment : public ::testing::Test {
  protected:
-  CepTable table_{4, 0, CidLayout(1, 0x5A5A5A5A)};
+  CepTable table_{4, 0, CidLayout(1, SipKey{0x5A5A5A5A, 0})};
 };
 
 TEST_F(Attachment, OnlyOneDetachWinsAndTheIdGoesStale) {
@@ -62,7 +62,7 @@ TEST_F(Attachment, AnOwnerDetachInsideTheCallbackEndsWithTheSlotClear) {
 }
 
 TEST_F(Attachment, ASlotFreedWhileItsRemoteDestroyIsQueuedIsNotReused) {
-  CepTable one_slot{1, 0, CidLayout(1, 0)};
+  CepTable one_slot{1, 0, CidLayout(1, SipKey{})};
   Cep* cep = one_slot.allocate();
   one_slot.attach(*cep);
   const Id id = CepTable::id_of(*cep);

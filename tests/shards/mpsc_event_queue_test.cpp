@@ -63,7 +63,8 @@ void expect_event(const Event& e, std::uint32_t producer, std::uint32_t seq,
 // Takes back nothing it did not lend: a buffer returned here lost its owner's reference.
 class OwnerKeepsPool final : public engine::MadPool {
  public:
-  engine::MadBuf* get() noexcept override { return nullptr; }  // the test owns its MADs
+  engine::MadBuf* get(engine::MadAccount) noexcept override { return nullptr; }  // the test owns its MADs
+  bool room_for_handshake() const noexcept override { return false; }
   std::uint32_t in_use() const noexcept override { return 0; }
   std::atomic<std::uint32_t> puts{0};
 
