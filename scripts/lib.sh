@@ -9,11 +9,14 @@ FASTCM_JOBS="$(nproc)"
 
 # Debian bookworm packages for building, testing, fuzzing, benchmarking and plotting.
 # gnuplot-nox is gnuplot without a GUI: the gnuplot metapackage would pull in Qt.
+# ibsim-utils, libumad2sim0, opensm and infiniband-diags run the ibsim tests (simulated
+# InfiniBand: the simulator, its umad preload library, the SM that brings the ports up, ibstat).
 FASTCM_PACKAGES=(
   build-essential cmake pkg-config g++ clang libclang-rt-14-dev
   libdpdk-dev libtbb-dev libibumad-dev libibverbs-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libpcap-dev zlib1g-dev tshark gnuplot-nox valgrind
+  ibsim-utils libumad2sim0 opensm infiniband-diags
 )
 
 # Seconds as "XmYYs".

@@ -18,10 +18,14 @@
 namespace fastcm::tools {
 namespace {
 
-using test::run_fastcm_mad;
 using test::ScratchDir;
 using test::ToolRun;
 using Mad = std::array<std::uint8_t, mad::kMadSize>;
+
+// fastcm-mad (FASTCM_MAD_TOOL, set by CMake) run with `args` and `input` as its standard input.
+ToolRun run_fastcm_mad(const std::vector<std::string>& args, const std::string& input = "") {
+  return test::run_tool(FASTCM_MAD_TOOL, args, input);
+}
 
 Mad encoded_req(std::uint32_t comm_id) {
   mad::Req req;
