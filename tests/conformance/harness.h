@@ -174,10 +174,9 @@ class ClusterFabrics {
     return *loopback_;
   }
 
-  // MADs in flight, and over udp their datagrams: sent by either fabric (to the other: a scenario
-  // addresses no one else) and not yet read by the other. Exact once the senders are idle.
+  // Over udp, the datagrams sent by either fabric (to the other: a scenario addresses no one else)
+  // and not yet read by the other. Exact once the senders are idle.
   [[nodiscard]] std::uint64_t in_flight() const {
-    if (!over_udp()) return loopback_->total_pending();
     std::uint64_t sent = 0;
     std::uint64_t received = 0;
     for (const auto& fabric : udp_) {
