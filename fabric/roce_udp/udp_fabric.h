@@ -32,8 +32,14 @@
 // to that IP at udp_port (RoCEv2 source ports are flow entropy, not a return address).
 //
 // Queues: the socket's receive buffer is the port's bounded receive queue (a datagram that finds
-// it full is dropped by the kernel). The socket is the port's rx event fd. The per-MAD paths use
-// sendmmsg/recvmmsg on preallocated or stack buffers and never allocate or lock.
+// it full is dropped by the kernel). The per-MAD paths use sendmmsg/recvmmsg on preallocated or
+// stack buffers and never allocate or lock; send_burst stops at a full socket send buffer and
+// leaves the rest to the caller.
+//
+// Thread contract: the Fabric contract (include/fastcm/fabric.h). The rx event fd is the socket
+// itself, readable (level-triggered) while a datagram waits: arm_rx_event() is one poll() of it,
+// and the fd stops being readable once recv_burst has drained the socket rather than at the next
+// arm_rx_event(), which a poller that re-arms before each wait (as the contract asks) never sees.
 #pragma once
 
 #include <cstdint>
@@ -62,7 +68,8 @@ inline constexpr std::size_t kMaxUdpPorts = 64;
 [[nodiscard]] std::unique_ptr<Fabric> open_udp_fabric(const UdpConfig& config, std::string& error);
 
 // What one port did, since it was opened. Every received datagram is counted once in
-// datagrams_received and then either in mads_received or in exactly one drop_ counter.
+// datagrams_received and then either in mads_received or in exactly one drop_ counter (or, for a
+// source that is no IP address, which an IP socket never reports, in recv_failed).
 struct UdpPortCounters {
   std::uint64_t datagrams_sent = 0;      // handed to the kernel by send_burst
   std::uint64_t datagrams_received = 0;  // read from the socket, whatever became of them

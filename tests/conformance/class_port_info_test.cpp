@@ -20,6 +20,7 @@ namespace {
 
 class ClassPortInfoTest : public ::testing::Test {
  protected:
+  void SetUp() override { FASTCM_LOOPBACK_ONLY("MADs sent by LID from a tool HCA of its own loopback fabric"); }
   ClassPortInfoTest()
       : fabric_(loopback::LoopbackConfig::two_hcas(1), clock_),
         engine_(make_engine(fabric_.hca(0), clock_, EngineConfig{})) {}

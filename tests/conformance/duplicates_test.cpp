@@ -22,6 +22,10 @@ constexpr std::uint64_t kMoment = 1'000'000;
 
 class Duplicates : public ConnectScenario {
  protected:
+  void SetUp() override {
+    FASTCM_LOOPBACK_ONLY("fault injection (duplicated MADs) and MADs sent from the loopback HCAs");
+    ConnectScenario::SetUp();
+  }
   // Every MAD of `attr`, in either direction, arrives twice.
   void duplicate_all(std::uint16_t attr) {
     cluster_.fabric().set_fault(loopback::FaultRule{.attr_id = attr, .dup_pct = 100});

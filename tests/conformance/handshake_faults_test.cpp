@@ -47,6 +47,10 @@ std::vector<std::uint8_t> guid_bytes(Guid guid) {
 
 class HandshakeFaults : public ConnectScenario {
  protected:
+  void SetUp() override {
+    FASTCM_LOOPBACK_ONLY("fault injection (lost MADs)");
+    ConnectScenario::SetUp();
+  }
   void run_until(std::uint64_t t) { cluster_.run_for(t - cluster_.clock().now_ns()); }
   void lose_all(loopback::PortRef from, std::uint16_t attr) {
     cluster_.fabric().set_fault(

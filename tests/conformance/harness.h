@@ -1,24 +1,33 @@
-// The conformance harness: a server and a client engine on two HCAs of one loopback fabric, a
-// virtual clock that jumps straight to the next timer or delivery, and every event recorded.
+// The conformance harness: a server and a client engine, a virtual clock that jumps straight to
+// the next timer or delivery, and every event recorded. The engines sit on two HCAs of one
+// loopback fabric, or (FASTCM_TEST_FABRIC=udp) on two udp fabrics over real sockets, 127.0.0.1
+// for the server and 127.0.0.2 for the client, so a scenario runs unchanged over either.
 //
 // Tests observe the protocol only through what the engines expose (events, counters, Ids, QP
 // attributes) and what crosses the fabric, never through engine internals.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "fabric/loopback/loopback_config.h"
 #include "fabric/loopback/loopback_fabric.h"
+#include "fabric/roce_udp/udp_fabric.h"
 #include "fastcm/clock.h"
 #include "fastcm/engine.h"
+#include "tests/udp/udp_test_support.h"
 
 namespace fastcm::test {
 
@@ -35,6 +44,20 @@ inline EngineConfig suite_config(EngineConfig config) {
   }
   return config;
 }
+
+// The fabric the suite runs over: FASTCM_TEST_FABRIC=udp (ctest registers the suite a second time
+// with it) or the loopback fabric (unset or "loopback").
+enum class TestFabric : std::uint8_t { loopback, udp };
+inline TestFabric suite_fabric() {
+  const char* name = std::getenv("FASTCM_TEST_FABRIC");
+  return name != nullptr && std::string_view(name) == "udp" ? TestFabric::udp : TestFabric::loopback;
+}
+
+// Skips a scenario that needs what only the loopback fabric has (fault injection, topologies of
+// more HCAs or ports, LID routing, MADs injected from a tool HCA), naming what it needs.
+#define FASTCM_LOOPBACK_ONLY(what)                                          \
+  if (::fastcm::test::suite_fabric() != ::fastcm::test::TestFabric::loopback) \
+  GTEST_SKIP() << "needs the loopback fabric: " << (what)
 
 inline std::unique_ptr<Engine> make_engine(Fabric& fabric, const Clock& clock, const EngineConfig& config) {
   auto engine = Engine::create(fabric, clock, suite_config(config));
@@ -113,29 +136,116 @@ class Peer {
   std::vector<RecordedEvent> events_;
 };
 
+// The fabrics under a Cluster. Over udp, a scenario built for another loopback topology than the
+// default two HCAs of one port each (or that uses loopback-only features) is skipped; the loopback
+// fabric is still built then, so the fixture around it stays valid until the skip takes effect.
+class ClusterFabrics {
+ public:
+  ClusterFabrics(const loopback::LoopbackConfig& config, const Clock& clock) {
+    if (suite_fabric() == TestFabric::udp) {
+      if (!is_default_topology(config)) {
+        skip_test("needs the loopback fabric: a topology or port attributes of its own (not two HCAs of one default port each)");
+      } else {
+        std::string error;
+        udp_ = roce::test::open_udp_fabrics({"127.0.0.1", "127.0.0.2"}, error);
+        if (udp_.size() == 2) {
+          server_ = udp_[0].get();
+          client_ = udp_[1].get();
+          return;
+        }
+        ADD_FAILURE() << "cannot open the udp fabrics: " << error;
+      }
+    }
+    loopback_.emplace(config, clock);
+    server_ = &loopback_->hca(0);
+    client_ = &loopback_->hca(1);
+  }
+
+  [[nodiscard]] bool over_udp() const { return !udp_.empty(); }
+  [[nodiscard]] Fabric& server() { return *server_; }
+  [[nodiscard]] Fabric& client() { return *client_; }
+  [[nodiscard]] const Fabric& server() const { return *server_; }
+  [[nodiscard]] const Fabric& client() const { return *client_; }
+
+  // The loopback fabric. Over udp there is none: a test that reaches for it lacks its
+  // FASTCM_LOOPBACK_ONLY, and fails with this exception.
+  [[nodiscard]] loopback::LoopbackFabric& loopback() {
+    if (!loopback_) throw std::logic_error("a loopback-only feature used over udp: mark the test FASTCM_LOOPBACK_ONLY");
+    return *loopback_;
+  }
+
+  // Over udp, the datagrams sent by either fabric (to the other: a scenario addresses no one else)
+  // and not yet read by the other. Exact once the senders are idle.
+  [[nodiscard]] std::uint64_t in_flight() const {
+    std::uint64_t sent = 0;
+    std::uint64_t received = 0;
+    for (const auto& fabric : udp_) {
+      const auto c = roce::udp_port_counters(*fabric, 0);
+      sent += c->datagrams_sent;
+      received += c->datagrams_received;
+    }
+    return sent > received ? sent - received : 0;
+  }
+
+  // Over udp, waits (bounded) until a datagram in flight can be read: the kernel may still hold it
+  // between the sender's socket and the receiver's. False when none arrived in time.
+  [[nodiscard]] bool wait_for_datagram() {
+    std::array<pollfd, 2> fds{};
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      fds[i] = pollfd{.fd = udp_[i]->rx_event_fd(0), .events = POLLIN, .revents = 0};
+    }
+    constexpr int kTimeoutMs = 5000;
+    return ::poll(fds.data(), fds.size(), kTimeoutMs) > 0;
+  }
+
+ private:
+  // Records a skip of the running test, which then does not run its body (a constructor cannot
+  // hold GTEST_SKIP itself: the macro returns a value).
+  static void skip_test(const char* why) { GTEST_SKIP() << why; }
+
+  static bool is_default_topology(const loopback::LoopbackConfig& config) {
+    const loopback::LoopbackConfig standard = loopback::LoopbackConfig::two_hcas(1);
+    return config.hcas.size() == standard.hcas.size() && config.hcas[0].ports == standard.hcas[0].ports &&
+           config.hcas[1].ports == standard.hcas[1].ports && config.rx_queue_depth == standard.rx_queue_depth;
+  }
+
+  std::optional<loopback::LoopbackFabric> loopback_;
+  std::vector<std::unique_ptr<Fabric>> udp_;
+  Fabric* server_ = nullptr;  // HCA 0 or 127.0.0.1
+  Fabric* client_ = nullptr;  // HCA 1 or 127.0.0.2
+};
+
 class Cluster {
  public:
   static constexpr std::uint64_t kSecond = 1'000'000'000;
 
   explicit Cluster(loopback::LoopbackConfig fabric_config = loopback::LoopbackConfig::two_hcas(1),
                    EngineConfig config = kTestEngine)
-      : fabric_(fabric_config, clock_),
-        server_(fabric_.hca(0), clock_, config),
-        client_(fabric_.hca(1), clock_, config),
+      : fabrics_(fabric_config, clock_),
+        server_(fabrics_.server(), clock_, config),
+        client_(fabrics_.client(), clock_, config),
         config_(std::move(fabric_config)) {}
 
   [[nodiscard]] VirtualClock& clock() { return clock_; }
-  [[nodiscard]] loopback::LoopbackFabric& fabric() { return fabric_; }
+  // The loopback fabric, for loopback-only scenarios (see FASTCM_LOOPBACK_ONLY).
+  [[nodiscard]] loopback::LoopbackFabric& fabric() { return fabrics_.loopback(); }
   [[nodiscard]] Peer& server() { return server_; }
   [[nodiscard]] Peer& client() { return client_; }
-  [[nodiscard]] const PortAttr& server_port(std::size_t i = 0) const { return config_.hcas[0].ports[i]; }
-  [[nodiscard]] const PortAttr& client_port(std::size_t i = 0) const { return config_.hcas[1].ports[i]; }
+  [[nodiscard]] const PortAttr& server_port(std::size_t i = 0) const { return fabrics_.server().ports()[i]; }
+  [[nodiscard]] const PortAttr& client_port(std::size_t i = 0) const { return fabrics_.client().ports()[i]; }
 
   // Handles everything deliverable at the current time, without moving the clock.
   void settle() {
     for (int round = 0; round < 1'000'000; ++round) {
       const std::size_t work = server_.engine().progress() + client_.engine().progress();
-      if (work == 0 && !delivery_due()) return;
+      if (work != 0) continue;
+      if (!fabrics_.over_udp()) {
+        if (!delivery_due()) return;
+      } else if (fabrics_.in_flight() == 0) {
+        return;
+      } else if (!fabrics_.wait_for_datagram()) {
+        FAIL() << fabrics_.in_flight() << " datagrams sent between the engines never arrived";
+      }
     }
     FAIL() << "the engines never went idle";
   }
@@ -166,11 +276,15 @@ class Cluster {
     const std::optional<std::uint64_t> next = next_delivery();
     return next && *next <= clock_.now_ns();
   }
+  // Over udp a datagram is deliverable as soon as it arrives: settle() waits for it.
   [[nodiscard]] std::optional<std::uint64_t> next_delivery() {
+    if (fabrics_.over_udp()) {
+      return fabrics_.in_flight() != 0 ? std::optional<std::uint64_t>(clock_.now_ns()) : std::nullopt;
+    }
     std::optional<std::uint64_t> best;
     for (std::uint16_t h = 0; h < config_.hcas.size(); ++h) {
       for (std::uint16_t p = 0; p < config_.hcas[h].ports.size(); ++p) {
-        const auto t = fabric_.next_delivery_ns(loopback::PortRef{h, p});
+        const auto t = fabrics_.loopback().next_delivery_ns(loopback::PortRef{h, p});
         if (t && (!best || *t < *best)) best = t;
       }
     }
@@ -186,7 +300,7 @@ class Cluster {
   }
 
   VirtualClock clock_;
-  loopback::LoopbackFabric fabric_;
+  ClusterFabrics fabrics_;
   Peer server_;
   Peer client_;
   loopback::LoopbackConfig config_;

@@ -22,6 +22,7 @@ void ignore_event(const Event&, void*) {}
 
 class PathReject : public ::testing::Test {
  protected:
+  void SetUp() override { FASTCM_LOOPBACK_ONLY("REQs sent by LID from a tool HCA of its own loopback fabric, LID ranges"); }
   PathReject()
       : fabric_(loopback::LoopbackConfig::two_hcas(1), clock_),
         engine_(make_engine(fabric_.hca(0), clock_, EngineConfig{.max_endpoints = 16, .mad_buffers = 64})) {

@@ -89,6 +89,7 @@ TEST_F(Release, DreqCollisionIsAnsweredByBothSidesAndBothTimeWait) {
 }
 
 TEST_F(Release, DreqLostOnceIsRetransmittedAndCompletes) {
+  FASTCM_LOOPBACK_ONLY("fault injection (lost MADs)");
   lose(kDreqAttr, kClientHca);
   ASSERT_EQ(client().engine().send_dreq(client_id_, {}), Status::ok);
   cluster_.settle();
@@ -111,6 +112,7 @@ TEST_F(Release, DreqLostOnceIsRetransmittedAndCompletes) {
 }
 
 TEST_F(Release, DreqUnansweredUntilRetriesRunOutReportsDreqErrorAndTimesWaitAnyway) {
+  FASTCM_LOOPBACK_ONLY("fault injection (lost MADs)");
   lose(kDreqAttr, kClientHca);
   ASSERT_EQ(client().engine().send_dreq(client_id_, {}), Status::ok);
   cluster_.run_for(10 * Cluster::kSecond);  // 1 + 3 DREQs ~0.4 s apart, then time-wait
@@ -131,6 +133,7 @@ TEST_F(Release, DreqUnansweredUntilRetriesRunOutReportsDreqErrorAndTimesWaitAnyw
 }
 
 TEST_F(Release, LostDrepIsSentAgainToTheRetransmittedDreqFromTimewait) {
+  FASTCM_LOOPBACK_ONLY("fault injection (lost MADs)");
   lose(kDrepAttr, kServerHca);
   ASSERT_EQ(client().engine().send_dreq(client_id_, {}), Status::ok);
   cluster_.settle();
@@ -155,6 +158,7 @@ TEST_F(Release, LostDrepIsSentAgainToTheRetransmittedDreqFromTimewait) {
 }
 
 TEST_F(Release, DreqForAConnectionTheServerForgotIsAnsweredWithDrep) {
+  FASTCM_LOOPBACK_ONLY("fault injection (lost MADs)");
   // The server's application destroys its end; its DREQs never reach the client, so the server
   // retries, times out, waits and frees the endpoint while the client still believes in it.
   lose(kDreqAttr, kServerHca);

@@ -4,6 +4,7 @@
 #include "fabric/roce_udp/udp_fabric.h"
 
 #include <gtest/gtest.h>
+#include <netinet/udp.h>
 
 #include <array>
 #include <cstdint>
@@ -299,6 +300,15 @@ TEST_F(UdpIpv6, TheIcrcIsCheckedAndTheAddressCarriesTheGrh) {
   EXPECT_EQ(c.mads_received, 2u);
   EXPECT_EQ(c.icrc_unchecked, 0u);
   EXPECT_EQ(c.drop_bad_icrc, 0u);
+}
+
+// rxe sends IPv6 UDP with a zero checksum (UDP_NO_CHECK6_TX), which Linux drops unless the
+// receiving socket allows it.
+TEST_F(UdpIpv6, AZeroUdpChecksumIsAcceptedAsRxeSendsIt) {
+  const int on = 1;
+  ASSERT_EQ(::setsockopt(raw_, IPPROTO_UDP, UDP_NO_CHECK6_TX, &on, sizeof on), 0);
+  send_raw(datagram({}));
+  EXPECT_EQ(receive(*fabric_).size(), 1u);
 }
 
 TEST_F(UdpIpv6, EveryBadDatagramIsDroppedAndCountedByReason) {
