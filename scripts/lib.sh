@@ -8,12 +8,15 @@ FASTCM_LOGS="$FASTCM_ROOT/build/logs"
 FASTCM_JOBS="$(nproc)"
 
 # Debian bookworm packages for building, testing, fuzzing, benchmarking and plotting.
-# gnuplot-nox is gnuplot without a GUI: the gnuplot metapackage would pull in Qt.
+# gnuplot-nox is gnuplot without a GUI: the gnuplot metapackage would pull in Qt. The interop
+# tests build a VM image (debootstrap, mkfs.ext4 of e2fsprogs), boot it (qemu-system-x86) and make
+# network namespaces and TAP devices (iproute2).
 FASTCM_PACKAGES=(
   build-essential cmake pkg-config g++ clang libclang-rt-14-dev
   libdpdk-dev libtbb-dev libibumad-dev libibverbs-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libpcap-dev zlib1g-dev tshark gnuplot-nox valgrind
+  qemu-system-x86 debootstrap e2fsprogs iproute2
 )
 
 # Seconds as "XmYYs".

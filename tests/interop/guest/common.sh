@@ -1,0 +1,107 @@
+# Helpers of the guest scripts (POSIX sh, sourced inside the VM by the job the host writes).
+# The host talks to a guest only through files in /mnt/out, the run directory it shares:
+# the guest writes "ready" when it serves, and waits for files the host creates ("go", "stop").
+# shellcheck shell=sh
+
+out=/mnt/out
+
+say() { echo "guest: $*"; }
+fail() { echo "guest: FAILED: $*"; exit 1; }
+
+# Waits up to $2 seconds for the file $out/$1 (written by the host). Fails when it does not come.
+wait_for() {
+  waited=0
+  while [ ! -e "$out/$1" ]; do
+    [ "$waited" -ge "$2" ] && fail "no $1 from the host within $2 s"
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
+
+# Brings eth0 up with the addresses given (CIDR). Soft-RoCE gives each its GID.
+net_up() {
+  modprobe virtio_net || fail "modprobe virtio_net"
+  for a in "$@"; do ip addr add "$a" dev eth0 || fail "ip addr add $a"; done
+  ip link set eth0 up || fail "ip link set eth0 up"
+  ip -brief addr show eth0
+}
+
+# Soft-RoCE on eth0 with the uverbs and umad interfaces, but no CM: the modules a user-space CM
+# needs (the rdma_rxe device, ib_uverbs for queue pairs, ib_umad for the GSI).
+rxe_up() {
+  for m in rdma_rxe ib_uverbs ib_umad; do modprobe "$m" || fail "modprobe $m"; done
+  rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
+  rdma link show
+}
+
+# The Linux kernel CM on top of rxe_up: ib_cm and rdma_cm come with rdma_ucm. rdma_ucm turns
+# cmtime's listen backlog of 0 into max_backlog (1024 by default), which refuses a larger burst
+# with REJ reason 28; raised so a storm of N REQs is all accepted.
+kernel_cm_up() {
+  rxe_up
+  modprobe rdma_ucm || fail "modprobe rdma_ucm"
+  echo 65536 >/proc/sys/net/rdma_ucm/max_backlog || fail "raise rdma_ucm max_backlog"
+}
+
+# Polls "$@" (a condition) once a second for up to $1 seconds; fails naming it when it never holds.
+wait_until() {
+  limit=$1
+  shift
+  waited=0
+  until "$@"; do
+    [ "$waited" -ge "$limit" ] && fail "'$*' did not hold within $limit s"
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
+
+# True when the kernel CM has an rdma_cm ID listening on the address $1.
+kernel_cm_listening() {
+  rdma resource show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q "src-addr $1:"
+}
+
+# The phases of a two-VM scenario: the server VM runs `serve PHASE SECONDS ...` for each phase,
+# the client VM `client PHASE SECONDS CMD...`, and the host relays between them: server writes
+# ready-PHASE once it listens, the host then writes go-PHASE for the client, the client runs its
+# command and writes done-PHASE (its exit status), and the host then writes stop-PHASE for the
+# server. SECONDS bounds each wait.
+
+# serve PHASE SECONDS ADDRESS CMD...: starts the server CMD in the background (output in
+# PHASE.log), waits until the kernel CM listens on ADDRESS, serves until stop-PHASE and ends it. A
+# server that ends by itself (rping -s after its one client) must end with status 0.
+serve() {
+  phase=$1 limit=$2 address=$3
+  shift 3
+  "$@" >"$out/$phase.log" 2>&1 &
+  pid=$!
+  wait_until "$limit" kernel_cm_listening "$address"
+  rdma resource show cm_id
+  echo ready >"$out/ready-$phase"
+  wait_for "stop-$phase" "$limit"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"
+    wait "$pid" 2>/dev/null
+    say "$phase: server stopped"
+    return 0
+  fi
+  wait "$pid"
+  status=$?
+  [ "$status" -eq 0 ] || fail "$phase: server exited with status $status (its log: $phase.log)"
+  say "$phase: server exited by itself with status 0"
+}
+
+# Waits for go-PHASE, runs CMD (output in PHASE.log) and writes its status to done-PHASE; fails
+# when that status is not 0.
+client() {
+  phase=$1 limit=$2
+  shift 2
+  wait_for "go-$phase" "$limit"
+  "$@" >"$out/$phase.log" 2>&1
+  status=$?
+  echo "$status" >"$out/done-$phase"
+  [ "$status" -eq 0 ] || fail "$phase: '$*' exited with status $status (its log: $phase.log)"
+  say "$phase: client done"
+}
+
+# Marks the job as started (the host times the boot by it).
+echo booted >"$out/booted"
