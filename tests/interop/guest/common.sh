@@ -63,20 +63,50 @@ kernel_cm_listening() {
 # The phases of a two-VM scenario: the server VM runs `serve PHASE SECONDS ...` for each phase,
 # the client VM `client PHASE SECONDS CMD...`, and the host relays between them: server writes
 # ready-PHASE once it listens, the host then writes go-PHASE for the client, the client runs its
-# command and writes done-PHASE (its exit status), and the host then writes stop-PHASE for the
-# server. SECONDS bounds each wait.
+# command and writes done-PHASE (0 when it went as expected), and the host then writes
+# stop-PHASE for the server. A phase with no server (a client refused for want of a listener) has
+# only the client's half. SECONDS bounds each wait.
 
 # serve PHASE SECONDS ADDRESS CMD...: starts the server CMD in the background (output in
 # PHASE.log), waits until the kernel CM listens on ADDRESS, serves until stop-PHASE and ends it. A
 # server that ends by itself (rping -s after its one client) must end with status 0.
 serve() {
+  start_server "$@"
+  echo ready >"$out/ready-$phase"
+  end_server
+}
+
+# serve_stopped PAUSE PHASE SECONDS ADDRESS CMD...: serve, but with the server process stopped
+# (SIGSTOP) from the moment it listens until PAUSE seconds after the host was told it is ready: a
+# slow accepter, whose kernel CM answers the client's retransmitted REQ with an MRA.
+serve_stopped() {
+  pause=$1
+  shift
+  start_server "$@"
+  kill -STOP "$pid"
+  echo ready >"$out/ready-$phase"
+  sleep "$pause"
+  kill -CONT "$pid"
+  end_server
+}
+
+# no_server PHASE SECONDS: the server's half of a phase with nothing listening: tells the host the
+# VM is ready (its network and RDMA stack are up) and waits for stop-PHASE.
+no_server() {
+  phase=$1 limit=$2
+  echo ready >"$out/ready-$phase"
+  wait_for "stop-$phase" "$limit"
+}
+
+start_server() {
   phase=$1 limit=$2 address=$3
   shift 3
   "$@" >"$out/$phase.log" 2>&1 &
   pid=$!
   wait_until "$limit" kernel_cm_listening "$address"
-  rdma resource show cm_id
-  echo ready >"$out/ready-$phase"
+}
+
+end_server() {
   wait_for "stop-$phase" "$limit"
   if kill -0 "$pid" 2>/dev/null; then
     kill "$pid"
@@ -90,17 +120,33 @@ serve() {
   say "$phase: server exited by itself with status 0"
 }
 
-# Waits for go-PHASE, runs CMD (output in PHASE.log) and writes its status to done-PHASE; fails
-# when that status is not 0.
+# client PHASE SECONDS CMD...: waits for go-PHASE, runs CMD (output in PHASE.log) and writes 0
+# to done-PHASE when it exited with status 0; otherwise writes 1 there and fails.
 client() {
+  run_client "$@"
+  verdict "$((status != 0))" "the client exited with status $status"
+}
+
+# client_refused PHASE SECONDS CMD...: as client, for a command that must fail (a connection the
+# peer refuses): done-PHASE gets 0 when it failed, 1 when it succeeded.
+client_refused() {
+  run_client "$@"
+  verdict "$((status == 0))" "the client succeeded where it should have been refused"
+}
+
+run_client() {
   phase=$1 limit=$2
   shift 2
   wait_for "go-$phase" "$limit"
   "$@" >"$out/$phase.log" 2>&1
   status=$?
-  echo "$status" >"$out/done-$phase"
-  [ "$status" -eq 0 ] || fail "$phase: '$*' exited with status $status (its log: $phase.log)"
-  say "$phase: client done"
+}
+
+# verdict FAILED WHY: writes done-PHASE (0 or 1); fails saying WHY when FAILED is 1.
+verdict() {
+  echo "$1" >"$out/done-$phase"
+  [ "$1" -eq 0 ] || fail "$phase: $2 (its log: $phase.log)"
+  say "$phase: client exit status $status, as expected"
 }
 
 # Marks the job as started (the host times the boot by it).
