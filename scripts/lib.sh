@@ -10,13 +10,13 @@ FASTCM_JOBS="$(nproc)"
 # Debian bookworm packages for building, testing, fuzzing, benchmarking and plotting.
 # gnuplot-nox is gnuplot without a GUI: the gnuplot metapackage would pull in Qt. The interop
 # tests build a VM image (debootstrap, mkfs.ext4 of e2fsprogs), boot it (qemu-system-x86) and make
-# network namespaces and TAP devices (iproute2).
+# network namespaces and TAP devices (iproute2); jq reads fastcm-bench's JSON there.
 FASTCM_PACKAGES=(
   build-essential cmake pkg-config g++ clang libclang-rt-14-dev
   libdpdk-dev libtbb-dev libibumad-dev libibverbs-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libpcap-dev zlib1g-dev tshark gnuplot-nox valgrind
-  qemu-system-x86 debootstrap e2fsprogs iproute2
+  qemu-system-x86 debootstrap e2fsprogs iproute2 jq
 )
 
 # Seconds as "XmYYs".

@@ -185,6 +185,12 @@ make_tap_netns() {
   in_netns ip link set tap0 up
 }
 
+# boot_on_tap NAME MAC: vm_boot on the TAP device of make_tap_netns. Without vnet_hdr=off the
+# TAP frames carry the virtio-net header, and filter-dump writes it into the pcap.
+boot_on_tap() {
+  vm_boot "$1" "$2" "tap,ifname=tap0,script=no,downscript=no,vnet_hdr=off"
+}
+
 in_netns() {
   ip netns exec "$interop_netns" "$@"
 }
@@ -222,17 +228,64 @@ check_pcap() {
     grep -o '"message":"[a-z_]*"' "$json" | cut -d'"' -f4 | sort | uniq -c | awk '{printf " %s %s", $2, $1}')"
 }
 
-# cmtime_figure LOG N DIRECTION: appends to WORK_DIR/figures the connect step of cmtime's table in
-# LOG (a client run of N connections): "DIRECTION<TAB>N<TAB>conn/s<TAB>total ms<TAB>min ms<TAB>max ms",
-# conn/s being N over the step's total (first REQ to last connection established). Fails when the
-# table has no connect step.
+# The figures of a scenario go to WORK_DIR/figures, one line per run:
+# "DIRECTION<TAB>N<TAB>connections per second<TAB>handshake latency, as the tool measured it".
+add_figure() {
+  printf '%s\t%s\t%s\t%s\n' "$@" >>"$work_dir/figures"
+  log "$1 N=$2: $3 conn/s; $4"
+}
+
+# cmtime_figure LOG N DIRECTION: the connect step of cmtime's table in LOG (a client run of N
+# connections) as a figure: N over the step's total (first REQ to last connection established),
+# and the fastest and slowest connection. Fails when the table has no connect step.
 cmtime_figure() {
-  local line
-  line=$(awk -v n="$2" -v dir="$3" '$1 == "connect" && $2 == ":" {
-           printf "%s\t%d\t%.0f\t%.1f\t%.1f\t%.1f\n", dir, n, n * 1000 / $3, $3, $5 / 1000, $4 }' "$1")
-  [[ -n $line ]] || die "no connect step in cmtime's output $1"
-  echo "$line" >>"$work_dir/figures"
-  log "$(echo "$line" | awk -F'\t' '{ printf "%s N=%d: %s conn/s (connect step %s ms; per connection %s..%s ms)", $1, $2, $3, $4, $5, $6 }')"
+  local fields
+  fields=$(awk -v n="$2" '$1 == "connect" && $2 == ":" {
+             printf "%.0f\tcmtime connect step %.0f ms, per connection %.1f..%.1f ms", n * 1000 / $3, $3, $5 / 1000, $4 }' "$1")
+  [[ -n $fields ]] || die "no connect step in cmtime's output $1"
+  add_figure "$3" "$2" "${fields%%$'\t'*}" "${fields#*$'\t'}"
+}
+
+# bench_figure JSON N DIRECTION: a fastcm-bench client's --json output as a figure, after checking
+# that all N connections were established, none failed and nothing leaked.
+bench_figure() {
+  local json=$1 n=$2 bad
+  bad=$(jq -r --argjson n "$n" '[
+      (select(.established != $n) | "established \(.established) of \($n)"),
+      (select(.rejected + .timed_out + .failed_calls > 0) | "rejected \(.rejected), timed out \(.timed_out), failed calls \(.failed_calls)"),
+      (select(.leaked_ceps + .leaked_mads > 0) | "leaked \(.leaked_ceps) endpoints, \(.leaked_mads) MADs")
+    ] | join("; ")' "$json") || die "$json: not fastcm-bench's JSON"
+  [[ -z $bad ]] || die "$3 N=$n: $bad ($json)"
+  add_figure "$3" "$n" "$(jq -r '.established_per_sec | round' "$json")" \
+    "$(jq -r '"fastcm-bench REQ to REP p50 \(.latency_us.p50 / 1000) ms, p99 \(.latency_us.p99 / 1000) ms"' "$json")"
+}
+
+# host_wait_udp ADDRESS PORT PID SECONDS: waits up to SECONDS for a UDP socket bound to
+# ADDRESS:PORT in the test's network namespace (a host-side fabric that is ready); fails when the
+# process PID exits first.
+host_wait_udp() {
+  local start=$SECONDS
+  until [[ -n $(in_netns ss -Hlun "src $1:$2") ]]; do
+    kill -0 "$3" 2>/dev/null || die "the process that was to bind $1:$2 exited"
+    ((SECONDS - start < $4)) || die "nothing bound $1:$2 within $4 s"
+    sleep 0.2
+  done
+}
+
+# stop_host_process PID SECONDS: asks a host-side process to finish (SIGINT, as a user would) and
+# waits up to SECONDS for it, then kills it. Returns its exit status (non-zero when killed).
+stop_host_process() {
+  local pid=$1 start=$SECONDS status=0
+  kill -INT "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do
+    if ((SECONDS - start >= $2)); then
+      kill -KILL "$pid" 2>/dev/null
+      break
+    fi
+    sleep 0.2
+  done
+  wait "$pid" || status=$?
+  return "$status"
 }
 
 # run_phase SERVER CLIENT PHASE SECONDS: relays one phase of the guests' serve/client protocol
