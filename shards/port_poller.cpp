@@ -20,6 +20,11 @@ std::uint32_t spread(std::uint64_t origin, std::uint32_t id, std::uint32_t shard
   return static_cast<std::uint32_t>(((mixed >> 32) * shards) >> 32);
 }
 
+// The sleep of a port without an rx event fd: what a MAD arriving on an idle port may wait, far
+// below any CM timeout (4.096 µs · 2^t, tens of milliseconds and more in practice), for about a
+// thousand wake-ups a second instead of a busy core.
+constexpr int kNoRxFdSleepMs = 1;
+
 }  // namespace
 
 PortPoller::PortPoller(Fabric& fabric, std::uint16_t port_index, engine::MadPool& pool, ShardSet& shards,
@@ -115,9 +120,12 @@ void PortPoller::run(unsigned idle_spins) noexcept {
     }
     idle = 0;
     if (!fabric_.arm_rx_event(port_index_)) continue;
-    std::array<pollfd, 2> fds{pollfd{.fd = fabric_.rx_event_fd(port_index_), .events = POLLIN, .revents = 0},
+    // A port without an rx event fd (fastcm/fabric.h) is polled again after a bounded sleep.
+    // poll() ignores the negative fd and waits on the stop fd alone.
+    const int rx_fd = fabric_.rx_event_fd(port_index_);
+    std::array<pollfd, 2> fds{pollfd{.fd = rx_fd, .events = POLLIN, .revents = 0},
                               pollfd{.fd = stop_fd_, .events = POLLIN, .revents = 0}};
-    (void)::poll(fds.data(), fds.size(), -1);
+    (void)::poll(fds.data(), fds.size(), rx_fd < 0 ? kNoRxFdSleepMs : -1);
   }
 }
 

@@ -33,7 +33,8 @@ class PortPoller {
   // Receives one burst and routes it; returns how many MADs it received.
   std::size_t poll_once() noexcept;
   // The poller thread's loop until stop(): bursts, spinning `idle_spins` empty polls (yielding),
-  // then sleeping on the fabric's rx event until MADs arrive.
+  // then sleeping on the fabric's rx event until MADs arrive (on a port without an rx event fd:
+  // for a millisecond, then polling again).
   void run(unsigned idle_spins) noexcept;
   void stop() noexcept;
 

@@ -1,14 +1,19 @@
 #include "bench/fastcm_bench/options.h"
 
 #include <algorithm>
+#include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <limits>
+#include <map>
 
 #include <CLI/CLI.hpp>
 
 #include "fabric/loopback/loopback_config.h"
 #include "fastcm/engine.h"
 #include "fastcm/params.h"
+#include "fastcm/rdma_cm.h"
+#include "tools/fastcm-mad/gid_text.h"
 
 namespace fastcm::bench {
 
@@ -23,6 +28,123 @@ const char* to_string(DeliveryMode mode) noexcept {
   return mode == DeliveryMode::poll ? "poll" : "callback";
 }
 
+const char* to_string(FabricKind fabric) noexcept {
+  switch (fabric) {
+    case FabricKind::umad: return "umad";
+    case FabricKind::udp: return "udp";
+    case FabricKind::loopback: break;
+  }
+  return "loopback";
+}
+
+const char* to_string(Role role) noexcept {
+  switch (role) {
+    case Role::server: return "server";
+    case Role::client: return "client";
+    case Role::both: break;
+  }
+  return "both";
+}
+
+namespace {
+
+// Options that belong to one fabric or one role, and the ones each role needs. Returns the
+// first conflict as a message, empty when there is none.
+std::string check_combination(const CLI::App& app, const Options& o) {
+  const auto given = [&app](const char* name) { return app.count(name) > 0; };
+  const auto first_given = [&](std::initializer_list<const char*> names) -> std::string {
+    for (const char* n : names) {
+      if (given(n)) return n;
+    }
+    return {};
+  };
+  if (o.role == Role::both && o.fabric != FabricKind::loopback) {
+    return "--role both runs both sides in one process over the loopback fabric; over " +
+           std::string(to_string(o.fabric)) +
+           " run one process with --role server and another with --role client";
+  }
+  if (o.role != Role::both && o.fabric == FabricKind::loopback) {
+    return std::string("--role ") + to_string(o.role) +
+           " needs a fabric another process can reach (--fabric umad or udp): the loopback "
+           "fabric lives inside one process";
+  }
+  if (const std::string n = first_given({"--ports", "--loss", "--dup", "--reorder", "--seed"});
+      !n.empty() && o.fabric != FabricKind::loopback) {
+    return n + " applies to the loopback fabric only";
+  }
+  if (const std::string n = first_given({"--device", "--hca-port"});
+      !n.empty() && o.fabric != FabricKind::umad) {
+    return n + " applies to --fabric umad only";
+  }
+  if (const std::string n = first_given({"--address", "--udp-port"});
+      !n.empty() && o.fabric != FabricKind::udp) {
+    return n + " applies to --fabric udp only";
+  }
+  if (o.fabric == FabricKind::udp && o.addresses.empty()) {
+    return "--fabric udp needs at least one --address (one port per local IP address)";
+  }
+  if (given("--service-id") && given("--rdma-cm-port")) {
+    return "--service-id and --rdma-cm-port both name the listen's service ID: give one";
+  }
+  if (o.role == Role::server) {
+    if (const std::string n =
+            first_given({"--window", "--disconnect", "--cm-timeout", "--plot",
+                         "--target-lid", "--target-gid", "--target-ip", "--source-ip"});
+        !n.empty()) {
+      return n + " applies to the storm's client side (--role client or both), not to --role "
+                 "server";
+    }
+    return {};
+  }
+  if (o.role == Role::both) {
+    if (const std::string n = first_given(
+            {"--target-lid", "--target-gid", "--target-ip", "--source-ip", "--rdma-cm-port"});
+        !n.empty()) {
+      return n + " addresses another process's listen: use it with --role client";
+    }
+    return {};
+  }
+  // --role client
+  if (!o.target.gid && !o.target.ip) {
+    return "--role client needs the listen's address: --target-gid GID (on InfiniBand with "
+           "--target-lid LID), or on RoCE and udp --target-ip IP";
+  }
+  if (o.target.lid && o.fabric == FabricKind::udp) {
+    return "--target-lid: udp ports have no LIDs (RoCE); name the listen by --target-gid or "
+           "--target-ip";
+  }
+  if (o.rdma_cm_port) {
+    if (!o.target.ip || !o.source_ip) {
+      return "--rdma-cm-port needs --source-ip and --target-ip: rdma_cm's REQ header carries "
+             "both addresses";
+    }
+    if (o.target.ip->version != o.source_ip->version) {
+      return "--source-ip and --target-ip must both be IPv4 or both IPv6";
+    }
+    if (o.private_data > rdma_cm::kMaxReqConsumerData) {
+      return "--private-data: with --rdma-cm-port at most " +
+             std::to_string(rdma_cm::kMaxReqConsumerData) +
+             " bytes (rdma_cm's header takes the first " +
+             std::to_string(rdma_cm::kIpHeaderSize) + " of the REQ's)";
+    }
+  } else if (o.source_ip) {
+    return "--source-ip is the rdma_cm header's source address: use it with --rdma-cm-port";
+  }
+  return {};
+}
+
+// CLI11 validators that parse into the option's typed form and say what they expect.
+template <typename T, typename Parse>
+std::function<std::string(const std::string&)> parsed_into(std::optional<T>& out, Parse parse,
+                                                           const char* what) {
+  return [&out, parse, what](const std::string& text) -> std::string {
+    out = parse(text);
+    return out ? std::string() : text + " is not " + what;
+  };
+}
+
+}  // namespace
+
 std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   Options o;
   CLI::App app{
@@ -32,8 +154,46 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
       "then print a table (or JSON) of rates, latencies, shard balance, memory and leaks.",
       "fastcm-bench"};
   app.get_formatter()->column_width(28);
+  std::string fabric = "loopback";
+  app.add_option("--fabric", fabric,
+                 "loopback (in-process, both sides), umad (rdma-core libibumad: an HCA's "
+                 "InfiniBand or RoCE ports) or udp (RoCEv2 GSI over a UDP socket)")
+      ->check(CLI::IsMember({"loopback", "umad", "udp"}))
+      ->capture_default_str();
+  std::string role = "both";
+  app.add_option("--role", role,
+                 "both: storm and listen in this process (loopback); server: the listen alone, "
+                 "until SIGINT, SIGTERM or --duration; client: the storm against a listen "
+                 "elsewhere")
+      ->check(CLI::IsMember({"both", "server", "client"}))
+      ->capture_default_str();
+  app.add_option("--device", o.device, "umad: the HCA (default: the first with an active port)");
+  app.add_option("--hca-port", o.hca_ports,
+                 "umad: a port number of the device, repeatable (default: every active port)")
+      ->check(CLI::Range(1, 254));
+  app.add_option("--address", o.addresses, "udp: a local IP address, one port each; repeatable");
+  app.add_option("--udp-port", o.udp_port, "udp: the UDP port of RoCEv2 (4791) or another")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  app.add_option("--service-id", o.service_id,
+                 "the listen's service ID (server: listens on it; client: connects to it)")
+      ->capture_default_str();
+  std::uint16_t rdma_cm_port = 0;
+  app.add_option("--rdma-cm-port", rdma_cm_port,
+                 "instead of --service-id: rdma_cm's TCP port space ID for this port; a client "
+                 "also puts rdma_cm's IP header in its REQs (--source-ip, --target-ip)");
+  std::uint16_t target_lid = 0;
+  app.add_option("--target-lid", target_lid, "client: the listen's port LID (InfiniBand)")
+      ->check(CLI::Range(1, 0xbfff));
+  app.add_option("--target-gid", "client: the listen's port GID (IPv6 notation)")
+      ->check(parsed_into(o.target.gid, tools::gid_from_text, "a GID (IPv6 notation)"));
+  app.add_option("--target-ip", "client: the listen's IP address (on RoCE and udp its GID too)")
+      ->check(parsed_into(o.target.ip, parse_ip_address, "an IPv4 or IPv6 address"));
+  app.add_option("--source-ip", "client with --rdma-cm-port: the header's source address")
+      ->check(parsed_into(o.source_ip, parse_ip_address, "an IPv4 or IPv6 address"));
   app.add_option("--connections,-n", o.connections,
-                 "connections to open (with --duration: at most this many)")
+                 "connections to open (with --duration: at most this many); --role server: "
+                 "the most it keeps open at once (sizes its engine)")
       ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max() / 2))
       ->capture_default_str();
   app.add_option("--duration,-d", o.duration_s,
@@ -87,8 +247,23 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
     return std::nullopt;
   }
   o.mode = mode == "poll" ? DeliveryMode::poll : DeliveryMode::callback;
+  o.fabric = fabric == "umad" ? FabricKind::umad
+             : fabric == "udp" ? FabricKind::udp
+                               : FabricKind::loopback;
+  o.role = role == "server" ? Role::server : role == "client" ? Role::client : Role::both;
+  if (app.count("--rdma-cm-port") > 0) {
+    o.rdma_cm_port = rdma_cm_port;
+    o.service_id = rdma_cm::service_id(rdma_cm::PortSpace::tcp, rdma_cm_port);
+  }
+  if (app.count("--target-lid") > 0) o.target.lid = target_lid;
+  if (!o.target.gid && o.target.ip) o.target.gid = o.target.ip->gid();
+  if (const std::string conflict = check_combination(app, o); !conflict.empty()) {
+    std::cerr << "fastcm-bench: " << conflict << '\n';
+    exit_code = 2;
+    return std::nullopt;
+  }
   o.connections_given = app.count("--connections") > 0;
-  if (o.shards == 0) o.shards = o.ports;
+  if (o.shards == 0 && o.fabric == FabricKind::loopback) o.shards = o.ports;
   if (!o.disconnect && o.connection_limit() > kMaxEstablished) {
     std::cerr << "fastcm-bench: without --disconnect every connection stays established until "
                  "the end; at most "

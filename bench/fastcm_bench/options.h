@@ -1,21 +1,54 @@
 // fastcm-bench's command line: what to run (connections or a duration, ports, shards, window,
-// delivery mode, faults) and how to report it.
+// delivery mode, faults), over which fabric and in which role, and how to report it.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "bench/fastcm_bench/ip_address.h"
+#include "fastcm/types.h"
 
 namespace fastcm::bench {
 
 enum class DeliveryMode : std::uint8_t { callback, poll };
 
+// loopback: both sides in this process (--role both); umad and udp: one side per process.
+enum class FabricKind : std::uint8_t { loopback, umad, udp };
+
+// both: the storm and its listen in one process; server: the listen alone; client: the storm
+// against another process's listen.
+enum class Role : std::uint8_t { both, server, client };
+
+// The service ID of the storm's listen unless --service-id or --rdma-cm-port names another.
+inline constexpr std::uint64_t kDefaultServiceId = 0x1000'0000'0000'FCB0;
+
+// What the client role connects to (see target_path.h for the path it builds from it).
+struct Target {
+  std::optional<Lid> lid;       // --target-lid: InfiniBand only
+  std::optional<Gid> gid;       // --target-gid, else --target-ip's GID
+  std::optional<IpAddress> ip;  // --target-ip: the rdma_cm header's destination
+};
+
 struct Options {
+  FabricKind fabric = FabricKind::loopback;
+  Role role = Role::both;
+  std::string device;                    // umad: empty = the first device with an active port
+  std::vector<std::uint8_t> hca_ports;   // umad: empty = every active port of the device
+  std::vector<std::string> addresses;    // udp: one port per local address
+  std::uint16_t udp_port = 4791;         // udp: RoCEv2's port, another for parallel tests
+  std::uint64_t service_id = kDefaultServiceId;  // --service-id, or --rdma-cm-port's
+  std::optional<std::uint16_t> rdma_cm_port;     // rdma_cm TCP port space (server and client)
+  Target target;                                 // client
+  std::optional<IpAddress> source_ip;            // client with --rdma-cm-port
   std::uint64_t connections = 1'000'000;
   bool connections_given = false;  // --connections on the command line (else the default)
   double duration_s = 0;           // 0: run for `connections` only
-  std::uint32_t ports = 4;
-  std::uint32_t shards = 0;  // per engine; 0 until parsed, then `ports` unless given
+  std::uint32_t ports = 4;    // loopback: ports per HCA
+  // Per engine; unless given, one per port: parse_options sets the loopback's, main() that of
+  // another fabric once it is open (until then 0).
+  std::uint32_t shards = 0;
   std::uint32_t window = 1024;
   std::uint32_t private_data = 0;
   DeliveryMode mode = DeliveryMode::callback;
@@ -51,5 +84,7 @@ inline constexpr std::uint32_t kMaxWindow = 65'536;
 [[nodiscard]] std::optional<Options> parse_options(int argc, char** argv, int& exit_code);
 
 [[nodiscard]] const char* to_string(DeliveryMode mode) noexcept;
+[[nodiscard]] const char* to_string(FabricKind fabric) noexcept;
+[[nodiscard]] const char* to_string(Role role) noexcept;
 
 }  // namespace fastcm::bench

@@ -5,68 +5,10 @@
 #include <string>
 
 #include "bench/fastcm_bench/number_text.h"
+#include "bench/fastcm_bench/report_format.h"
 
 namespace fastcm::bench {
 
-namespace {
-
-std::string printf_string(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
-}
-
-std::string latency_text(std::uint64_t ns) {
-  if (ns < 10'000) return printf_string("%.2f us", static_cast<double>(ns) / 1e3);
-  if (ns < 1'000'000) return printf_string("%.0f us", static_cast<double>(ns) / 1e3);
-  if (ns < 100'000'000) return printf_string("%.2f ms", static_cast<double>(ns) / 1e6);
-  return printf_string("%.0f ms", static_cast<double>(ns) / 1e6);
-}
-
-std::string mib(std::uint64_t bytes) {
-  return printf_string("%.0f MiB", static_cast<double>(bytes) / (1u << 20));
-}
-
-double us(std::uint64_t ns) { return static_cast<double>(ns) / 1e3; }
-
-std::string percent_list(const std::vector<std::uint64_t>& per_shard) {
-  std::uint64_t total = 0;
-  for (const std::uint64_t n : per_shard) total += n;
-  std::string text;
-  for (const std::uint64_t n : per_shard) {
-    text += text.empty() ? "" : " ";
-    text += total == 0 ? "-"
-                       : printf_string("%.1f%%", 100.0 * static_cast<double>(n) /
-                                                     static_cast<double>(total));
-  }
-  return text;
-}
-
-std::uint64_t sum_drops(const EngineTotals& t) {
-  std::uint64_t n = 0;
-  for (const std::uint64_t d : t.drops) n += d;
-  return n;
-}
-
-std::string drop_text(const EngineTotals& t) {
-  std::string text;
-  for (std::size_t r = 0; r < kDropReasons; ++r) {
-    if (t.drops[r] == 0) continue;
-    text += text.empty() ? " (" : ", ";
-    text += std::string(to_string(static_cast<DropReason>(r))) + " " + grouped(t.drops[r]);
-  }
-  return text.empty() ? text : text + ")";
-}
-
-nlohmann::json drops_json(const EngineTotals& t) {
-  nlohmann::json j = nlohmann::json::object();
-  for (std::size_t r = 0; r < kDropReasons; ++r) {
-    j[std::string(to_string(static_cast<DropReason>(r)))] = t.drops[r];
-  }
-  return j;
-}
-
-}  // namespace
 
 double Report::established_per_sec() const noexcept {
   return run.wall_s > 0 ? static_cast<double>(count(Count::established)) / run.wall_s : 0;
@@ -88,8 +30,9 @@ std::optional<double> Report::bytes_per_connection() const noexcept {
   if (options.disconnect || established == 0 || rss_storm_end < rss_before_engines) {
     return std::nullopt;
   }
+  const double engines = options.role == Role::both ? 2.0 : 1.0;
   return static_cast<double>(rss_storm_end - rss_before_engines) /
-         (2.0 * static_cast<double>(established));
+         (engines * static_cast<double>(established));
 }
 
 std::uint64_t Report::teardown_retries() const noexcept {
@@ -104,17 +47,18 @@ bool Report::clean() const noexcept {
 void print_table(std::ostream& out, const Report& r) {
   const Options& o = r.options;
   const auto row = [&out](const char* label, const std::string& value) {
-    char head[40];
-    std::snprintf(head, sizeof head, "  %-27s ", label);
-    out << head << value << '\n';
+    table_row(out, label, value);
   };
   std::string what = o.duration_s > 0 ? printf_string("%.0f s of connections", o.duration_s)
                                       : grouped(o.connections) + " connections";
   if (o.duration_s > 0 && o.connection_limit() != std::numeric_limits<std::uint64_t>::max()) {
     what += " (at most " + grouped(o.connections) + ")";
   }
-  out << "fastcm-bench: " << what << " to one listen over " << o.ports << " port"
-      << (o.ports == 1 ? "" : "s") << ", " << o.shards << " shard" << (o.shards == 1 ? "" : "s")
+  const bool both = o.role == Role::both;
+  const std::string listen = both ? "one listen" : "the listen at " + r.target + ",";
+  out << "fastcm-bench: " << what << " to " << listen << " over " << r.ports
+      << (both ? "" : std::string(" ") + to_string(o.fabric)) << " port"
+      << (r.ports == 1 ? "" : "s") << ", " << o.shards << " shard" << (o.shards == 1 ? "" : "s")
       << " per engine, window " << o.window << ", " << to_string(o.mode) << " delivery"
       << (o.disconnect ? ", full life cycle (--disconnect)" : "") << '\n';
   if (o.loss_pct > 0 || o.dup_pct > 0 || o.reorder_pct > 0) {
@@ -140,21 +84,25 @@ void print_table(std::ostream& out, const Report& r) {
                                  : ""));
   }
   row("retries", grouped(r.counters.server.retries + r.counters.client.retries) +
-                     " (MADs sent again after a timeout, both engines)");
+                     (both ? " (MADs sent again after a timeout, both engines)"
+                           : " (MADs sent again after a timeout)"));
   row("storm time", printf_string("%.2f s wall, ", r.run.wall_s) +
                         printf_string("%.2f s CPU ", r.run.cpu_s) +
                         printf_string("(%.2f cores)",
                                       r.run.wall_s > 0 ? r.run.cpu_s / r.run.wall_s : 0));
   row("established per second", grouped(r.established_per_sec()) + " (" +
                                     grouped(r.established_per_cpu_sec()) + " per CPU-second)");
-  row("MADs per second", grouped(r.mads_per_sec()) + " (sent by both engines)");
+  row("MADs per second",
+      grouped(r.mads_per_sec()) + (both ? " (sent by both engines)" : " (sent by the client)"));
   row("handshake latency",
       "p50 " + latency_text(r.latency.p50_ns) + ", p99 " + latency_text(r.latency.p99_ns) +
           ", p99.9 " + latency_text(r.latency.p999_ns) + ", max " +
           latency_text(r.latency.max_ns));
   row("", "(REQ sent -> REP received by the client, " + grouped(r.latency.count) + " samples)");
-  row("shard balance, server", percent_list(r.counters.server.reqs_per_shard) +
-                                   " of REQs received");
+  if (both) {
+    row("shard balance, server", percent_list(r.counters.server.reqs_per_shard) +
+                                     " of REQs received");
+  }
   row("shard balance, client", percent_list(r.counters.client.reqs_per_shard) + " of REQs sent");
   const std::uint64_t grown =
       r.rss_storm_end > r.rss_before_engines ? r.rss_storm_end - r.rss_before_engines : 0;
@@ -170,20 +118,34 @@ void print_table(std::ostream& out, const Report& r) {
               " at creation, +" + mib(grown) + " at the end of the storm; peak " +
               mib(r.rss_peak) + ")");
   row("", "(per engine: " + grouped(std::uint64_t{r.sizing.max_endpoints}) + " endpoints, " +
-              grouped(std::uint64_t{r.sizing.mad_buffers}) + " MAD buffers; both created in " +
+              grouped(std::uint64_t{r.sizing.mad_buffers}) + " MAD buffers; " +
+              (both ? "both created in " : "created in ") +
               printf_string("%.2f s", r.create_wall_s) + ")");
-  row("MAD pool high-water", "server " + grouped(std::uint64_t{r.run.server_mads_high}) +
-                                 ", client " + grouped(std::uint64_t{r.run.client_mads_high}) +
-                                 " of " + grouped(std::uint64_t{r.sizing.mad_buffers}) +
-                                 " each (sampled every 50 ms)");
-  if (o.mode == DeliveryMode::poll) {
+  if (both) {
+    row("MAD pool high-water", "server " + grouped(std::uint64_t{r.run.server_mads_high}) +
+                                   ", client " + grouped(std::uint64_t{r.run.client_mads_high}) +
+                                   " of " + grouped(std::uint64_t{r.sizing.mad_buffers}) +
+                                   " each (sampled every 50 ms)");
+  } else {
+    row("MAD pool high-water", grouped(std::uint64_t{r.run.client_mads_high}) + " of " +
+                                   grouped(std::uint64_t{r.sizing.mad_buffers}) +
+                                   " (sampled every 50 ms)");
+  }
+  if (o.mode == DeliveryMode::poll && both) {
     row("event queue high-water", "server " + grouped(std::uint64_t{r.run.server_queue_high}) +
                                       ", client " +
                                       grouped(std::uint64_t{r.run.client_queue_high}) + " of " +
                                       grouped(std::uint64_t{r.sizing.event_queue_capacity}));
   }
   const std::uint64_t engine_drops = sum_drops(r.counters.server) + sum_drops(r.counters.client);
-  if (engine_drops > 0) {
+  if (o.mode == DeliveryMode::poll && !both) {
+    row("event queue high-water", grouped(std::uint64_t{r.run.client_queue_high}) + " of " +
+                                      grouped(std::uint64_t{r.sizing.event_queue_capacity}));
+  }
+  if (engine_drops > 0 && !both) {
+    row("MADs dropped by the engine",
+        grouped(sum_drops(r.counters.client)) + drop_text(r.counters.client));
+  } else if (engine_drops > 0) {
     row("MADs dropped by engines", "server " + grouped(sum_drops(r.counters.server)) +
                                        drop_text(r.counters.server) + ", client " +
                                        grouped(sum_drops(r.counters.client)) +
@@ -214,7 +176,13 @@ void print_table(std::ostream& out, const Report& r) {
 nlohmann::json to_json(const Report& r) {
   const Options& o = r.options;
   nlohmann::json j;
-  j["ports"] = o.ports;
+  if (o.role != Role::both) {
+    j["role"] = to_string(o.role);
+    j["fabric"] = to_string(o.fabric);
+    j["service_id"] = o.service_id;
+    j["target"] = r.target;
+  }
+  j["ports"] = r.ports;
   j["shards"] = o.shards;
   j["window"] = o.window;
   j["mode"] = to_string(o.mode);

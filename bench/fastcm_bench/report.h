@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/fastcm_bench/latency_histogram.h"
+#include "bench/fastcm_bench/leak_check.h"
 #include "bench/fastcm_bench/options.h"
 #include "bench/fastcm_bench/rig.h"
 #include "bench/fastcm_bench/storm.h"
@@ -15,9 +17,12 @@
 
 namespace fastcm::bench {
 
+// The storm's (--role both or client).
 struct Report {
   Options options;
   RigSizing sizing;
+  std::uint32_t ports = 0;  // the client's ports (--role both: --ports)
+  std::string target;       // --role client: the listen's address as the header line names it
   std::uint64_t counts[static_cast<std::size_t>(Count::count_)] = {};
   double create_wall_s = 0;  // both engines and the listen: every table and pool is allocated
   double create_cpu_s = 0;   // and touched here
@@ -41,10 +46,10 @@ struct Report {
   [[nodiscard]] double established_per_cpu_sec() const noexcept;
   [[nodiscard]] double mads_per_sec() const noexcept;
   // Engine memory per established connection and engine (RSS growth from before the engines to
-  // the end of the storm, over both engines, divided by 2 x established). Without --disconnect
-  // only: with it, connections do not stay.
+  // the end of the storm, over the process's engines, divided by engines x established). Without
+  // --disconnect only: with it, connections do not stay.
   [[nodiscard]] std::optional<double> bytes_per_connection() const noexcept;
-  // Retransmissions during the teardown (both engines).
+  // Retransmissions during the teardown (the process's engines).
   [[nodiscard]] std::uint64_t teardown_retries() const noexcept;
   // Whether the run is sound: nothing leaked, drained, not stalled.
   [[nodiscard]] bool clean() const noexcept;

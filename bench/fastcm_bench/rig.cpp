@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <thread>
+
+#include "bench/fastcm_bench/target_path.h"
 
 namespace fastcm::bench {
 
@@ -14,6 +17,12 @@ constexpr std::uint32_t kMaxQueue = 1u << 20;  // the engine's and the fabric's 
 // slot in the pool's ring (rounded up to a power of two), rounded up.
 constexpr std::uint64_t kEalBytesPerMad = 512;
 constexpr std::uint64_t kEalHeadroomMb = 256;  // rings, RCU and what EAL itself takes
+// Time-wait on another fabric: 2 packet life times of 4 us (target_path.h) plus the peer's ACK
+// delay, 4.3 s for an ACK delay exponent of 20, above what HCAs report (Soft-RoCE: 15).
+constexpr auto kTimewaitBound = std::chrono::seconds(5);
+// Endpoints a --role server has room for in time-wait at once: half a second of disconnects at
+// 130,000 per second with rxe's 134 ms time-wait.
+constexpr std::uint64_t kServerTimewaitEndpoints = 65'536;
 
 std::uint32_t clamp_queue(std::uint64_t want, std::uint32_t floor) {
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(want, floor, kMaxQueue));
@@ -50,6 +59,28 @@ loopback::LoopbackConfig fabric_config(const Options& options, const RigSizing& 
   return config;
 }
 
+// The engines each need the heap for their own MAD pool; one engine per side the role has.
+std::uint32_t engine_count(const Options& options) { return options.role == Role::both ? 2 : 1; }
+
+std::vector<Path> target_paths(const Fabric& fabric, const Options& options) {
+  std::vector<Path> paths;
+  for (const PortAttr& port : fabric.ports()) {
+    std::string error;
+    const std::optional<Path> path =
+        target_path(port, options.target, options.source_ip, error);
+    if (!path) throw std::runtime_error(error);
+    paths.push_back(*path);
+  }
+  return paths;
+}
+
+// Engine::counters() spans are indexed by port number (index 0 unused).
+std::size_t counter_slots(const Fabric& fabric) {
+  std::uint8_t max_port = 0;
+  for (const PortAttr& port : fabric.ports()) max_port = std::max(max_port, port.port_num);
+  return std::size_t{max_port} + 1;
+}
+
 }  // namespace
 
 RigSizing size_rig(const Options& options) {
@@ -78,29 +109,47 @@ RigSizing size_rig(const Options& options) {
   // An endpoint keeps its last sent and last received MAD until it is established, and none after
   // (the storm's REP and RTU carry no private data: Protocol::settle_established); add full
   // inboxes, and in poll mode the MADs that queued events hold.
-  const std::uint64_t holding = options.disconnect ? endpoints : window + kSlack;
+  // A server in another process also holds two (the DREQ received, the DREP sent) in each
+  // endpoint in time-wait, which lasts its peer's ACK delay (rxe: 15, 134 ms); the loopback's
+  // lasts microseconds.
+  const std::uint64_t holding =
+      options.disconnect ? endpoints
+      : options.role == Role::server
+          ? std::min(endpoints, window + kSlack + kServerTimewaitEndpoints)
+          : window + kSlack;
   const std::uint64_t mads = 2 * holding + std::uint64_t{options.shards} * s.shard_inbox +
                              (options.mode == DeliveryMode::poll ? s.event_queue_capacity : 0) +
                              kSlack;
   s.mad_buffers = static_cast<std::uint32_t>(mads);
   s.eal_memory_mb = static_cast<std::uint32_t>(
-      (2 * (mads + 2 * kSlack) * kEalBytesPerMad + (1u << 20) - 1) / (1u << 20) +
+      (engine_count(options) * (mads + 2 * kSlack) * kEalBytesPerMad + (1u << 20) - 1) /
+          (1u << 20) +
       kEalHeadroomMb);
   return s;
 }
 
-Rig::Rig(const Options& options, const RigSizing& sizing)
-    : options_(options),
-      sizing_(sizing),
-      runtime_(start_eal(sizing)),
-      config_(fabric_config(options, sizing)),
-      fabric_(config_, clock_) {
+Rig::Rig(const Options& options, const RigSizing& sizing, std::unique_ptr<Fabric> fabric)
+    : options_(options), sizing_(sizing), runtime_(start_eal(sizing)), fabric_(std::move(fabric)) {
+  if (options.role != Role::both) {
+    if (!fabric_) throw std::runtime_error("no fabric for the " + std::string(to_string(options.role)));
+    (options.role == Role::server ? server_fabric_ : client_fabric_) = fabric_.get();
+    if (options.role == Role::client) client_paths_ = target_paths(*fabric_, options);
+    return;
+  }
+  config_ = fabric_config(options, sizing);
+  loopback_ = std::make_unique<loopback::LoopbackFabric>(config_, clock_);
+  server_fabric_ = &loopback_->hca(0);
+  client_fabric_ = &loopback_->hca(1);
+  for (std::uint32_t p = 0; p < options.ports; ++p) {
+    client_paths_.push_back(
+        loopback::path_record(config_.hcas[1].ports[p], config_.hcas[0].ports[p], 0));
+  }
   if (options.loss_pct > 0 || options.dup_pct > 0 || options.reorder_pct > 0) {
     loopback::FaultRule rule;
     rule.loss_pct = options.loss_pct;
     rule.dup_pct = options.dup_pct;
     rule.reorder_pct = options.reorder_pct;
-    fabric_.set_fault(rule);
+    loopback_->set_fault(rule);
   }
 }
 
@@ -117,19 +166,19 @@ void Rig::create_engines() {
   config.shard_inbox = sizing_.shard_inbox;
   config.max_endpoints = sizing_.max_endpoints;
   config.mad_buffers = sizing_.mad_buffers;
-  server_ = Engine::create(fabric_.hca(0), clock_, config);
-  if (!server_) throw std::runtime_error("the server engine could not be created");
-  client_ = Engine::create(fabric_.hca(1), clock_, config);
-  if (!client_) throw std::runtime_error("the client engine could not be created");
+  if (server_fabric_ != nullptr) {
+    server_ = Engine::create(*server_fabric_, clock_, config);
+    if (!server_) throw std::runtime_error("the server engine could not be created");
+  }
+  if (client_fabric_ != nullptr) {
+    client_ = Engine::create(*client_fabric_, clock_, config);
+    if (!client_) throw std::runtime_error("the client engine could not be created");
+  }
 }
 
-Path Rig::path(std::uint32_t port) const {
-  return loopback::path_record(config_.hcas[1].ports[port], config_.hcas[0].ports[port], 0);
-}
-
-EngineTotals Rig::totals(const Engine& engine, bool server) const {
+EngineTotals Rig::totals(const Engine& engine, const Fabric& fabric, bool server) const {
   EngineTotals t;
-  std::vector<PortCounters> ports(config_.hcas[0].ports.size() + 1);  // index 0 unused
+  std::vector<PortCounters> ports(counter_slots(fabric));
   const auto add_ports = [&](std::uint64_t* reqs) {
     for (std::size_t p = 1; p < ports.size(); ++p) {
       const PortCounters& c = ports[p];
@@ -153,11 +202,11 @@ EngineTotals Rig::totals(const Engine& engine, bool server) const {
 
 RigCounters Rig::counters() const {
   RigCounters c;
-  c.server = totals(*server_, true);
-  c.client = totals(*client_, false);
+  if (server_) c.server = totals(*server_, *server_fabric_, true);
+  if (client_) c.client = totals(*client_, *client_fabric_, false);
   for (std::uint16_t h = 0; h < config_.hcas.size(); ++h) {
     for (std::uint16_t p = 0; p < config_.hcas[h].ports.size(); ++p) {
-      const loopback::PortCounters f = fabric_.counters(loopback::PortRef{h, p});
+      const loopback::PortCounters f = loopback_->counters(loopback::PortRef{h, p});
       c.fabric_lost += f.dropped_by_fault;
       c.fabric_duplicated += f.duplicated;
       c.fabric_delayed += f.delayed;
@@ -168,7 +217,7 @@ RigCounters Rig::counters() const {
 }
 
 std::uint64_t Rig::client_dreps_received() const {
-  std::vector<PortCounters> ports(config_.hcas[1].ports.size() + 1);
+  std::vector<PortCounters> ports(counter_slots(*client_fabric_));
   client_->counters(ports);
   std::uint64_t n = 0;
   for (std::size_t p = 1; p < ports.size(); ++p) n += ports[p].of(CmMessageKind::drep).received;
@@ -179,7 +228,7 @@ std::uint64_t Rig::fabric_drops() const {
   std::uint64_t n = 0;
   for (std::uint16_t h = 0; h < config_.hcas.size(); ++h) {
     for (std::uint16_t p = 0; p < config_.hcas[h].ports.size(); ++p) {
-      const loopback::PortCounters f = fabric_.counters(loopback::PortRef{h, p});
+      const loopback::PortCounters f = loopback_->counters(loopback::PortRef{h, p});
       n += f.dropped_by_fault + f.dropped_queue_full;
     }
   }
@@ -187,8 +236,23 @@ std::uint64_t Rig::fabric_drops() const {
 }
 
 bool Rig::drained() const {
-  return server_->mad_buffers_in_use() == 0 && client_->mad_buffers_in_use() == 0 &&
-         fabric_.total_pending() == 0;
+  return (!server_ || server_->mad_buffers_in_use() == 0) &&
+         (!client_ || client_->mad_buffers_in_use() == 0) &&
+         (!loopback_ || loopback_->total_pending() == 0);
+}
+
+bool Rig::wait_drained(std::chrono::steady_clock::duration limit) const {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  bool done = false;
+  while (!(done = drained()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done;
+}
+
+std::chrono::steady_clock::duration Rig::timewait_bound() const noexcept {
+  return loopback_ ? std::chrono::steady_clock::duration::zero()
+                   : std::chrono::steady_clock::duration(kTimewaitBound);
 }
 
 }  // namespace fastcm::bench

@@ -1,10 +1,14 @@
-// The simulated cluster of one run: DPDK's EAL, the loopback fabric (HCA 0 serves, HCA 1
-// connects, both with the run's ports and faults) and the two engines, sized for the run.
+// What one run stands on: DPDK's EAL, the fabric and the engines of the process's role, sized for
+// the run. --role both: the loopback fabric (HCA 0 serves, HCA 1 connects, both with the run's
+// ports and faults) and two engines; --role server or client: one engine over a fabric another
+// process can reach (fabric_choice.h), the client's paths built from the target (target_path.h).
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "bench/fastcm_bench/options.h"
@@ -40,57 +44,95 @@ struct EngineTotals {
   std::vector<std::uint64_t> reqs_per_shard;  // server: REQs received; client: REQs sent
 };
 
+// Of the engines the role has; the other side's totals stay 0.
 struct RigCounters {
   EngineTotals server;
   EngineTotals client;
+  // Loopback only (other fabrics count their drops themselves, out of the engine's view).
   std::uint64_t fabric_lost = 0;        // by the --loss rule
   std::uint64_t fabric_duplicated = 0;  // by the --dup rule
   std::uint64_t fabric_delayed = 0;     // by the --reorder rule
   std::uint64_t fabric_queue_full = 0;  // receive queue overflows (undersized queues)
 };
 
+struct Teardown {
+  double wall_s = 0;
+  std::uint64_t destroyed = 0;  // established endpoints destroyed (each sends a DREQ)
+  bool drained = false;         // every MAD came back before the deadline
+};
+
 class Rig {
  public:
-  // Starts the EAL (see rig.cpp for why the tool owns it), builds the fabric and sets its fault
-  // rule. Throws std::runtime_error naming what failed. Thread contract: main thread; once per
-  // process (EAL cannot start twice).
-  Rig(const Options& options, const RigSizing& sizing);
+  // Starts the EAL (see rig.cpp for why the tool owns it). --role both: builds the loopback
+  // fabric and sets its fault rule (`fabric` must be null). Otherwise takes `fabric` (open, not
+  // null) for the role's engine; a client builds its path from every port of it to the target.
+  // Throws std::runtime_error naming what failed (a target that does not fit a port, among
+  // others). Thread contract: main thread; once per process (EAL cannot start twice).
+  Rig(const Options& options, const RigSizing& sizing, std::unique_ptr<Fabric> fabric);
   // Destroys the engines (stopping their threads), then the fabric.
   ~Rig();
   Rig(const Rig&) = delete;
   Rig& operator=(const Rig&) = delete;
 
-  // Creates the server and client engines. Throws std::runtime_error. Main thread.
+  // Creates the role's engines (both: server and client). Throws std::runtime_error. Main
+  // thread.
   void create_engines();
 
+  [[nodiscard]] bool has_server() const noexcept { return server_fabric_ != nullptr; }
+  [[nodiscard]] bool has_client() const noexcept { return client_fabric_ != nullptr; }
+  // Only when has_server() (has_client()) and after create_engines().
   [[nodiscard]] Engine& server() noexcept { return *server_; }
   [[nodiscard]] Engine& client() noexcept { return *client_; }
+  [[nodiscard]] const Engine& server() const noexcept { return *server_; }
+  [[nodiscard]] const Engine& client() const noexcept { return *client_; }
+  // The listening side's ports (has_server()). Any thread.
+  [[nodiscard]] std::span<const PortAttr> server_ports() const noexcept {
+    return server_fabric_->ports();
+  }
 
-  // The path from the client's port `port` (0-based) to the server's port of the same index.
-  [[nodiscard]] Path path(std::uint32_t port) const;
+  // The client's ports, one lane port each (has_client()), and the path from client port `port`
+  // (0-based): on the loopback to the server's port of the same index, else to the target.
+  [[nodiscard]] std::uint32_t client_ports() const noexcept {
+    return static_cast<std::uint32_t>(client_paths_.size());
+  }
+  [[nodiscard]] const Path& path(std::uint32_t port) const { return client_paths_[port]; }
+
+  // Waits (sleeping 1 ms between looks) until drained() or `limit` has passed; returns
+  // drained(). Main thread.
+  [[nodiscard]] bool wait_drained(std::chrono::steady_clock::duration limit) const;
 
   // Counters of both engines and of the fabric. Any thread; a snapshot.
   [[nodiscard]] RigCounters counters() const;
 
-  // No MAD held by either engine and none in flight on the fabric: every endpoint with protocol
-  // state left has finished. Any thread; a snapshot.
+  // No MAD held by the role's engines and (loopback) none in flight on the fabric: every
+  // endpoint with protocol state left has finished. Any thread; a snapshot.
   [[nodiscard]] bool drained() const;
+
+  // How long endpoints may stay in time-wait after the teardown drained: 0 on the loopback (two
+  // 4 us packet life times and no ACK delay), else a bound for a peer's ACK delay (see
+  // leak_check.h). Any thread.
+  [[nodiscard]] std::chrono::steady_clock::duration timewait_bound() const noexcept;
 
   // DREPs the client engine has received (duplicates included). Any thread; a snapshot.
   [[nodiscard]] std::uint64_t client_dreps_received() const;
 
-  // MADs the fabric has dropped (a loss rule or a full receive queue), all ports. Any thread.
+  // MADs the loopback fabric has dropped (a loss rule or a full receive queue), all ports; 0 on
+  // other fabrics. Any thread.
   [[nodiscard]] std::uint64_t fabric_drops() const;
 
  private:
-  [[nodiscard]] EngineTotals totals(const Engine& engine, bool server) const;
+  [[nodiscard]] EngineTotals totals(const Engine& engine, const Fabric& fabric, bool server) const;
 
   Options options_;
   RigSizing sizing_;
   std::unique_ptr<shards::DpdkRuntime> runtime_;
   SteadyClock clock_;
-  loopback::LoopbackConfig config_;
-  loopback::LoopbackFabric fabric_;
+  loopback::LoopbackConfig config_;                     // --role both; else no HCA
+  std::unique_ptr<loopback::LoopbackFabric> loopback_;  // --role both
+  std::unique_ptr<Fabric> fabric_;                      // --role server or client
+  Fabric* server_fabric_ = nullptr;  // the fabric (or loopback HCA) of each side the role has
+  Fabric* client_fabric_ = nullptr;
+  std::vector<Path> client_paths_;
   std::unique_ptr<Engine> server_;
   std::unique_ptr<Engine> client_;
 };

@@ -1,13 +1,12 @@
 #include "bench/fastcm_bench/storm.h"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <stdexcept>
 #include <variant>
 
+#include "bench/fastcm_bench/private_data.h"
 #include "bench/fastcm_bench/process_stats.h"
 
 namespace fastcm::bench {
@@ -17,12 +16,12 @@ namespace {
 using SteadyTime = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-constexpr std::uint64_t kServiceId = 0x1000'0000'0000'FCB0;
 // Connection i's client QP is kClientQpnBase + i (wrapping far below 2^23, long after the QP's
 // connection is gone); the server's QP for it is the client's with kServerQpnBit set.
 constexpr Qpn kClientQpnBase = 0x100;
-constexpr Qpn kServerQpnBit = 0x80'0000;
 constexpr std::uint64_t kQpnSpan = kServerQpnBit - kClientQpnBase;
+// The source port in the rdma_cm header of every REQ (an rdma_cm listener only reports it).
+constexpr std::uint16_t kRdmaCmSourcePort = 0xFCB0;
 constexpr std::uint8_t kMaxCmRetries = 7;
 
 constexpr auto kTick = 50ms;              // high-water sampling
@@ -45,8 +44,6 @@ double seconds_since(SteadyTime::time_point start) {
   return std::chrono::duration<double>(SteadyTime::now() - start).count();
 }
 
-void ignore_event(const Event&, void*) {}
-
 // kRetryWaits retransmission waits of CM response timeout `exponent`, but at least `floor`.
 SteadyTime::duration retry_bound(std::uint32_t exponent, SteadyTime::duration floor) {
   const std::chrono::nanoseconds wait(std::uint64_t{4096} << exponent);
@@ -55,99 +52,60 @@ SteadyTime::duration retry_bound(std::uint32_t exponent, SteadyTime::duration fl
 
 }  // namespace
 
-Storm::Storm(Rig& rig, const Options& options, const RigSizing& sizing)
+Storm::Storm(Rig& rig, const Options& options, const RigSizing& sizing, Tally& tally,
+             const Acceptor* acceptor)
     : rig_(rig),
+      acceptor_(acceptor),
       options_(options),
       sizing_(sizing),
       limit_(options.connection_limit()),
+      tally_(tally),
       lanes_(std::make_unique<Lane[]>(options.window)),
-      private_data_(options.private_data) {
+      private_data_(counting_bytes(options.private_data)) {
   if (!options.disconnect) ids_ = std::make_unique<std::atomic<std::uint64_t>[]>(limit_);
-  for (std::size_t i = 0; i < private_data_.size(); ++i) {
-    private_data_[i] = static_cast<std::uint8_t>(i);
+  std::span<const std::uint8_t> req_data = private_data_;
+  if (options.rdma_cm_port) {
+    std::size_t used = 0;
+    const rdma_cm::HeaderStatus s = rdma_cm::encode_private_data(
+        rdma_cm_header(*options.source_ip, *options.target.ip, kRdmaCmSourcePort), private_data_,
+        rdma_cm_data_, used);
+    if (s != rdma_cm::HeaderStatus::ok) {
+      throw std::runtime_error("rdma_cm header: " + std::string(rdma_cm::to_string(s)));
+    }
+    req_data = std::span<const std::uint8_t>(rdma_cm_data_).first(used);
   }
+  const std::uint32_t ports = rig.client_ports();
   for (std::uint32_t k = 0; k < options.window; ++k) {
-    lanes_[k].port = k % options.ports;
+    lanes_[k].port = k % ports;
     lanes_[k].next.store(k, std::memory_order_relaxed);
   }
-  for (std::uint32_t p = 0; p < options.ports; ++p) {
+  for (std::uint32_t p = 0; p < ports; ++p) {
     ReqParams req;
-    req.service_id = kServiceId;
+    req.service_id = options.service_id;
     req.primary = rig.path(p);
     req.responder_resources = 4;
     req.initiator_depth = 4;
     req.remote_cm_response_timeout = static_cast<std::uint8_t>(options.cm_timeout);
     req.local_cm_response_timeout = static_cast<std::uint8_t>(options.cm_timeout);
     req.max_cm_retries = kMaxCmRetries;
-    req.private_data = private_data_;
+    req.private_data = req_data;
     req_templates_.push_back(req);
   }
-  rep_template_.private_data = private_data_;
 }
 
-Storm::~Storm() { stop_polling(); }
-
-void Storm::listen() {
+void Storm::prepare() {
   if (options_.mode == DeliveryMode::poll) {
-    server_queue_ = rig_.server().create_event_queue(sizing_.event_queue_capacity);
     client_queue_ = rig_.client().create_event_queue(sizing_.event_queue_capacity);
-    if (server_queue_ == nullptr || client_queue_ == nullptr) {
-      throw std::runtime_error("an event queue could not be created");
-    }
-    server_delivery_ = Delivery{.queue = server_queue_};
+    if (client_queue_ == nullptr) throw std::runtime_error("an event queue could not be created");
     client_delivery_ = Delivery{.queue = client_queue_};
+    pump_.start(rig_.client(), *client_queue_, &on_client_callback, this);
   } else {
-    server_delivery_ = Delivery{.handler = &on_server_callback, .handler_context = this};
     client_delivery_ = Delivery{.handler = &on_client_callback, .handler_context = this};
   }
-  ListenParams lp;
-  lp.service_id = kServiceId;
-  lp.backlog = sizing_.backlog;
-  lp.backlog_policy = BacklogPolicy::reject;
-  lp.delivery = server_delivery_;
-  if (const Status s = rig_.server().listen(lp, listen_id_); s != Status::ok) {
-    throw std::runtime_error(std::string("listen failed: ") + std::string(to_string(s)));
-  }
-  if (options_.mode == DeliveryMode::poll) {
-    server_poller_ = std::thread([this] { poll_loop(*server_queue_, true); });
-    client_poller_ = std::thread([this] { poll_loop(*client_queue_, false); });
-  }
-}
-
-void Storm::on_server_callback(const Event& event, void* self) {
-  static_cast<Storm*>(self)->on_server(event);
 }
 
 void Storm::on_client_callback(const Event& event, void* self) {
   static_cast<Storm*>(self)->on_client(event);
-}
-
-void Storm::on_server(const Event& event) {
-  Engine& server = rig_.server();
-  switch (event.type) {
-    case EventType::req_received: {
-      const auto& req = std::get<ReqReceived>(event.params);
-      RepParams rep = rep_template_;
-      rep.qpn = req.remote_qpn | kServerQpnBit;
-      rep.starting_psn = req.starting_psn;
-      rep.responder_resources = req.initiator_depth;
-      rep.initiator_depth = req.responder_resources;
-      if (server.send_rep(event.id, rep) != Status::ok) {
-        tally_.add(Count::server_failed_calls);
-        (void)server.destroy(event.id);
-      }
-      return;
-    }
-    case EventType::rtu_received:
-    case EventType::user_established: tally_.add(Count::server_established); return;
-    // Destroying in dreq_rcvd answers the DREP and leaves through time-wait; the other endings
-    // (no RTU came, the client rejected, time-wait over) just free the endpoint.
-    case EventType::dreq_received:
-    case EventType::rep_error:
-    case EventType::rej_received:
-    case EventType::timewait_exit: (void)server.destroy(event.id); return;
-    default: return;
-  }
 }
 
 void Storm::on_client(const Event& event) {
@@ -191,7 +149,7 @@ void Storm::on_client(const Event& event) {
       tally_.add(Count::disconnected);
       (void)client.destroy(event.id);
       break;
-    case EventType::dreq_received:  // the server disconnected first (it never does here)
+    case EventType::dreq_received:  // the server disconnected first (a --role server teardown)
       tally_.add(Count::lost_after_established);
       (void)client.destroy(event.id);
       break;
@@ -233,34 +191,6 @@ void Storm::end_lane() {
   if (lanes_active_.fetch_sub(1, std::memory_order_acq_rel) == 1) finished_.release();
 }
 
-void Storm::poll_loop(EventQueue& queue, bool server) {
-  Engine& engine = server ? rig_.server() : rig_.client();
-  std::array<Event, 64> events;
-  for (;;) {
-    const std::size_t n = engine.poll(queue, events);
-    if (n == 0) {
-      if (stop_polling_.load(std::memory_order_acquire)) return;  // pairs: stop_polling()
-      pollfd fd{.fd = queue.event_fd(), .events = POLLIN, .revents = 0};
-      (void)::poll(&fd, 1, 5);  // wakes when events arrive; the timeout re-checks the stop flag
-      continue;
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      if (server) {
-        on_server(events[i]);
-      } else {
-        on_client(events[i]);
-      }
-      engine.release(events[i]);
-    }
-  }
-}
-
-void Storm::stop_polling() {
-  stop_polling_.store(true, std::memory_order_release);  // pairs: poll_loop's acquire
-  if (server_poller_.joinable()) server_poller_.join();
-  if (client_poller_.joinable()) client_poller_.join();
-}
-
 StormRun Storm::run(Progress& progress) {
   StormRun r;
   const auto start = SteadyTime::now();
@@ -283,10 +213,14 @@ StormRun Storm::run(Progress& progress) {
   auto next_sample = start + kSampleEvery;
   for (;;) {
     const bool done = finished_.try_acquire_for(kTick);
-    r.server_mads_high = std::max(r.server_mads_high, rig_.server().mad_buffers_in_use());
+    if (rig_.has_server()) {
+      r.server_mads_high = std::max(r.server_mads_high, rig_.server().mad_buffers_in_use());
+    }
     r.client_mads_high = std::max(r.client_mads_high, rig_.client().mad_buffers_in_use());
-    if (server_queue_ != nullptr) {
-      r.server_queue_high = std::max(r.server_queue_high, server_queue_->size());
+    if (client_queue_ != nullptr) {
+      if (acceptor_ != nullptr && acceptor_->queue() != nullptr) {
+        r.server_queue_high = std::max(r.server_queue_high, acceptor_->queue()->size());
+      }
       r.client_queue_high = std::max(r.client_queue_high, client_queue_->size());
     }
     if (done) break;
@@ -337,49 +271,9 @@ Teardown Storm::tear_down() {
       if (++t.destroyed % kPaceEvery == 0) pace_teardown(before + t.destroyed, window);
     }
   }
-  const auto deadline = SteadyTime::now() + retry_bound(options_.cm_timeout, kDrainDeadline);
-  while (!(t.drained = rig_.drained()) && SteadyTime::now() < deadline) {
-    std::this_thread::sleep_for(1ms);
-  }
+  t.drained = rig_.wait_drained(retry_bound(options_.cm_timeout, kDrainDeadline));
   t.wall_s = seconds_since(start);
   return t;
-}
-
-std::uint64_t Storm::unavailable_endpoints(Engine& engine) const {
-  // Each create_id from outside the engine is a call handed to a shard and waited for; one
-  // thread per shard keeps every shard busy instead of waking one at a time.
-  const std::uint32_t threads = options_.shards;
-  std::vector<std::vector<Id>> ids(threads);
-  std::atomic<std::uint32_t> taken{0};  // relaxed: only caps the total
-  const Delivery delivery{.handler = &ignore_event};
-  std::vector<std::thread> creators;
-  for (std::uint32_t t = 0; t < threads; ++t) {
-    ids[t].reserve(sizing_.max_endpoints / threads + 1);
-    creators.emplace_back([&, t] {
-      Id id;
-      while (taken.fetch_add(1, std::memory_order_relaxed) < sizing_.max_endpoints &&
-             engine.create_id(delivery, nullptr, id) == Status::ok) {
-        ids[t].push_back(id);
-      }
-    });
-  }
-  std::uint64_t created = 0;
-  for (std::uint32_t t = 0; t < threads; ++t) {
-    creators[t].join();
-    created += ids[t].size();
-    for (const Id id : ids[t]) (void)engine.destroy(id);
-  }
-  return sizing_.max_endpoints - created;
-}
-
-LeakCheck Storm::check_leaks() {
-  LeakCheck c;
-  const auto start = SteadyTime::now();
-  c.leaked_mads = std::uint64_t{rig_.server().mad_buffers_in_use()} +
-                  rig_.client().mad_buffers_in_use();
-  c.leaked_ceps = unavailable_endpoints(rig_.server()) + unavailable_endpoints(rig_.client());
-  c.wall_s = seconds_since(start);
-  return c;
 }
 
 }  // namespace fastcm::bench

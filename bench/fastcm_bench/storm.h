@@ -1,5 +1,6 @@
-// The connection storm: W lanes of clients opening connections to one listen, the server and
-// client event handling (callbacks or poll threads), the teardown and the leak check.
+// The connection storm: W lanes of clients opening connections to one listen (the Acceptor's in
+// this process with --role both, another process's with --role client), the client's event
+// handling (callbacks or a poll thread) and the teardown.
 //
 // Each lane runs one connection at a time: create_id + REQ; on the REP the client sends the RTU
 // and the lane starts its next connection (with --disconnect it first sends a DREQ and waits for
@@ -8,21 +9,22 @@
 // lane stays on one shard), in poll mode on the client's poll thread. Lane k runs connections
 // k, k + W, k + 2W, ...: every lane has the same share, so no client shard collects more than
 // its lanes' share of the connections that stay open (the engine's per-shard tables are
-// bounded; see size_rig()). The server answers every
-// REQ with a REP at once and destroys its endpoint on the DREQ.
+// bounded; see size_rig()).
 //
 // Nothing is allocated per connection: lanes, the Id of every connection that stays open, the
 // counters (tally.h) and the latency histogram are allocated before the storm.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <semaphore>
-#include <thread>
 #include <vector>
 
+#include "bench/fastcm_bench/acceptor.h"
+#include "bench/fastcm_bench/event_pump.h"
 #include "bench/fastcm_bench/latency_histogram.h"
 #include "bench/fastcm_bench/options.h"
 #include "bench/fastcm_bench/progress.h"
@@ -43,45 +45,31 @@ struct StormRun {
   std::size_t client_queue_high = 0;
 };
 
-struct Teardown {
-  double wall_s = 0;
-  std::uint64_t destroyed = 0;  // established client endpoints destroyed (each sends a DREQ)
-  bool drained = false;         // every MAD came back before the deadline
-};
-
-struct LeakCheck {
-  std::uint64_t leaked_mads = 0;  // mad_buffers_in_use() of both engines after the teardown
-  std::uint64_t leaked_ceps = 0;  // endpoints create_id could no longer give, both engines
-  double wall_s = 0;
-};
-
 class Storm {
  public:
-  // Preallocates everything the storm needs. Thread contract: main thread, before the engines.
-  Storm(Rig& rig, const Options& options, const RigSizing& sizing);
-  // Stops the poll threads. Main thread, before the engines are destroyed.
-  ~Storm();
+  // Preallocates everything the storm needs; counts into `tally`. `acceptor`: the listen of
+  // --role both (its event queue's high-water is sampled), null with --role client. Throws
+  // std::runtime_error when the rdma_cm header cannot be built. Thread contract: main thread,
+  // before the engines.
+  Storm(Rig& rig, const Options& options, const RigSizing& sizing, Tally& tally,
+        const Acceptor* acceptor);
+  // Stops the poll thread. Main thread, before the engines are destroyed.
+  ~Storm() = default;
   Storm(const Storm&) = delete;
   Storm& operator=(const Storm&) = delete;
 
-  // Creates the listen (and in poll mode the event queues and their threads). Throws
+  // In poll mode creates the client's event queue and starts its thread. Throws
   // std::runtime_error. Main thread, after Rig::create_engines().
-  void listen();
+  void prepare();
 
   // Runs the storm until the connection limit or the duration is reached and every lane's last
   // connection has settled; feeds `progress` 4 times a second. Main thread, once.
   StormRun run(Progress& progress);
 
   // Destroys every connection left open (paced: at most max(window, 1024) disconnects in flight) and
-  // waits until both engines hold no MAD and the fabric is empty. Main thread, after run().
+  // waits until the rig's engines hold no MAD and the fabric is empty. Main thread, after run().
   Teardown tear_down();
 
-  // Counts what the teardown left behind: MADs still taken, and endpoints create_id can no
-  // longer give (it creates max_endpoints idle endpoints on each engine, then destroys them).
-  // Main thread, after tear_down().
-  LeakCheck check_leaks();
-
-  [[nodiscard]] const Tally& tally() const noexcept { return tally_; }
   [[nodiscard]] const LatencyHistogram& latency() const noexcept { return latency_; }
 
  private:
@@ -98,26 +86,21 @@ class Storm {
     std::atomic<bool> disconnecting{false};      // --disconnect: DREQ sent
   };
 
-  static void on_server_callback(const Event& event, void* self);
   static void on_client_callback(const Event& event, void* self);
-  void on_server(const Event& event);
   void on_client(const Event& event);
   // Starts the lane's next connection; ends the lane when there is none left to start.
   void connect_next(Lane& lane);
   void end_lane();
-  void poll_loop(EventQueue& queue, bool server);
-  void stop_polling();
   // Waits (a second at most) until all but `window` of the teardown's DREQs have had their DREP
   // or were dropped by the fabric.
   void pace_teardown(std::uint64_t destroyed, std::uint64_t window) const;
-  // Endpoints create_id cannot give on `engine` out of max_endpoints.
-  [[nodiscard]] std::uint64_t unavailable_endpoints(Engine& engine) const;
 
   Rig& rig_;
+  const Acceptor* acceptor_;
   Options options_;
   RigSizing sizing_;
   std::uint64_t limit_;
-  Tally tally_;
+  Tally& tally_;
   LatencyHistogram latency_;
   std::unique_ptr<Lane[]> lanes_;
   // Without --disconnect: connection i's client Id (raw), for the teardown; 0 if never created.
@@ -125,13 +108,11 @@ class Storm {
   // lane's last write (see lanes_active_).
   std::unique_ptr<std::atomic<std::uint64_t>[]> ids_;
   std::vector<std::uint8_t> private_data_;
+  // --rdma-cm-port: rdma_cm's header, then private_data_ (the REQs' private data).
+  std::array<std::uint8_t, kMaxReqPrivateData> rdma_cm_data_{};
   std::vector<ReqParams> req_templates_;  // per port
-  RepParams rep_template_;
-  Delivery server_delivery_;
   Delivery client_delivery_;
-  EventQueue* server_queue_ = nullptr;
   EventQueue* client_queue_ = nullptr;
-  Id listen_id_;
 
   // --duration is up (or the storm stalled). Relaxed: it publishes nothing; lanes that see it
   // late start one more connection each.
@@ -140,9 +121,7 @@ class Storm {
   // release of `finished_`, whose acquire in run() then sees it all.
   std::atomic<std::uint32_t> lanes_active_{0};
   std::binary_semaphore finished_{0};
-  std::atomic<bool> stop_polling_{false};  // release in stop_polling, acquire in poll_loop
-  std::thread server_poller_;
-  std::thread client_poller_;
+  EventPump pump_;  // last: stopped first
 };
 
 }  // namespace fastcm::bench

@@ -23,6 +23,8 @@ enum class Count : std::uint8_t {
   lost_after_established,  // REJ or DREQ from the server after the client was established
   server_established,  // server got the RTU
   server_failed_calls, // a server API call was refused
+  server_reqs,         // --role server: REQs handed to the listen (not their retransmissions)
+  server_untracked,    // --role server: accepted while the accepted table was full
   count_
 };
 

@@ -70,4 +70,15 @@ std::optional<std::uint32_t> compute_icrc(std::span<const std::uint8_t> ip_packe
   return static_cast<std::uint32_t>(crc);
 }
 
+bool write_icrc(std::span<std::uint8_t> ip_packet) noexcept {
+  if (ip_packet.size() < kIcrcSize) return false;
+  const std::size_t covered = ip_packet.size() - kIcrcSize;
+  const std::optional<std::uint32_t> icrc = compute_icrc(ip_packet.first(covered));
+  if (!icrc) return false;
+  for (std::size_t i = 0; i < kIcrcSize; ++i) {
+    ip_packet[covered + i] = static_cast<std::uint8_t>(*icrc >> (8 * i));
+  }
+  return true;
+}
+
 }  // namespace fastcm::roce

@@ -26,4 +26,9 @@ inline constexpr std::size_t kIcrcSize = 4;
 [[nodiscard]] std::optional<std::uint32_t> compute_icrc(
     std::span<const std::uint8_t> ip_packet) noexcept;
 
+// Computes the ICRC of `ip_packet` without its last kIcrcSize bytes and stores it in them, least
+// significant byte first. Errors: false, nothing written, when the span is shorter than
+// kIcrcSize or compute_icrc() refuses the rest. Thread contract: as compute_icrc().
+[[nodiscard]] bool write_icrc(std::span<std::uint8_t> ip_packet) noexcept;
+
 }  // namespace fastcm::roce

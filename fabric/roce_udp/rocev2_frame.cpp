@@ -51,9 +51,6 @@ std::uint32_t get32_le(const std::uint8_t* p) noexcept {
   return p[0] | (static_cast<std::uint32_t>(p[1]) << 8) | (static_cast<std::uint32_t>(p[2]) << 16) |
          (static_cast<std::uint32_t>(p[3]) << 24);
 }
-void put32_le(std::uint8_t* p, std::uint32_t v) noexcept {
-  for (std::size_t i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
 
 // DPDK's checksum helpers read their headers through these packed structs; their results are
 // in the byte order of the memory they summed, so they are stored with memcpy, not put16.
@@ -130,36 +127,30 @@ std::string_view to_string(FrameErrc e) noexcept {
   return "unknown";
 }
 
-std::size_t build_rocev2_frame(const RoceEndpoint& src, const RoceEndpoint& dst,
-                               const RoceGsiHeader& header,
-                               std::span<const std::uint8_t, kMadSize> mad,
-                               std::span<std::uint8_t> out) noexcept {
-  const bool ipv4 = is_ipv4_mapped(src.gid);
-  if (ipv4 != is_ipv4_mapped(dst.gid)) return 0;
-  if (header.dest_qp > kMax24 || header.src_qp > kMax24 || header.psn > kMax24) return 0;
-  const std::size_t size = rocev2_frame_size(ipv4);
-  if (out.size() < size) return 0;
-
-  std::uint8_t* const eth = out.data();
-  std::copy(dst.mac.begin(), dst.mac.end(), eth);
-  std::copy(src.mac.begin(), src.mac.end(), eth + 6);
-  put16(eth + 12, ipv4 ? kEtherTypeIpv4 : kEtherTypeIpv6);
-
-  std::uint8_t* const ip = eth + kEthernetHeaderSize;
+std::size_t write_ip_udp_headers(const Gid& src, const Gid& dst, std::uint16_t src_port,
+                                 std::uint16_t dst_port, std::span<std::uint8_t> out) noexcept {
+  const bool ipv4 = is_ipv4_mapped(src);
+  if (ipv4 != is_ipv4_mapped(dst)) return 0;
   const std::size_t ip_header = ipv4 ? kIpv4HeaderSize : kIpv6HeaderSize;
+  if (out.size() < ip_header + kUdpHeaderSize) return 0;
+  std::uint8_t* const ip = out.data();
   if (ipv4) {
-    write_ipv4_header(ip, src.gid, dst.gid);
+    write_ipv4_header(ip, src, dst);
   } else {
-    write_ipv6_header(ip, src.gid, dst.gid);
+    write_ipv6_header(ip, src, dst);
   }
-
   std::uint8_t* const udp = ip + ip_header;
-  put16(udp, header.udp_src_port);
-  put16(udp + 2, kRocev2UdpPort);
+  put16(udp, src_port);
+  put16(udp + 2, dst_port);
   put16(udp + 4, static_cast<std::uint16_t>(kUdpHeaderSize + kUdpPayloadSize));
-  put16(udp + 6, 0);  // checksum: 0 ("none") for IPv4, filled in last for IPv6
+  put16(udp + 6, 0);
+  return ip_header + kUdpHeaderSize;
+}
 
-  std::uint8_t* const bth = udp + kUdpHeaderSize;
+bool write_gsi_payload(const RoceGsiHeader& header, std::span<const std::uint8_t, kMadSize> mad,
+                       std::span<std::uint8_t, kGsiHeadersSize + kMadSize> out) noexcept {
+  if (header.dest_qp > kMax24 || header.src_qp > kMax24 || header.psn > kMax24) return false;
+  std::uint8_t* const bth = out.data();
   std::fill_n(bth, kBthSize, std::uint8_t{0});
   bth[0] = kUdSendOnlyOpcode;
   put16(bth + kBthPkey, header.pkey);
@@ -170,19 +161,67 @@ std::size_t build_rocev2_frame(const RoceEndpoint& src, const RoceEndpoint& dst,
   put32(deth, header.qkey);
   deth[4] = 0;
   put24(deth + kDethSrcQp, header.src_qp);
+  std::copy(mad.begin(), mad.end(), deth + kDethSize);
+  return true;
+}
 
-  std::uint8_t* const payload = deth + kDethSize;
-  std::copy(mad.begin(), mad.end(), payload);
+GsiPayload parse_gsi_payload(std::span<const std::uint8_t> udp_payload) noexcept {
+  GsiPayload p;
+  if (!udp_payload.empty() && udp_payload[0] != kUdSendOnlyOpcode) {
+    p.errc = FrameErrc::not_ud_send_only;
+    return p;
+  }
+  if (udp_payload.size() != kUdpPayloadSize) {
+    p.errc = FrameErrc::bad_payload_length;
+    return p;
+  }
+  const std::uint8_t* bth = udp_payload.data();
+  if ((bth[1] & kBthPadAndTver) != 0) {
+    p.errc = FrameErrc::bad_bth;
+    return p;
+  }
+  p.header.pkey = get16(bth + kBthPkey);
+  p.header.dest_qp = get24(bth + kBthDestQp);
+  p.header.psn = get24(bth + kBthPsn);
+  const std::uint8_t* deth = bth + kBthSize;
+  p.header.qkey = get32(deth);
+  p.header.src_qp = get24(deth + kDethSrcQp);
+  p.mad = udp_payload.subspan(kGsiHeadersSize, kMadSize);
+  p.icrc = get32_le(bth + kGsiHeadersSize + kMadSize);
+  return p;
+}
 
-  // The ICRC masks both checksums, so it goes first and they are computed over it.
-  std::uint8_t* const icrc_at = payload + kMadSize;
-  const std::size_t ip_len_without_icrc = static_cast<std::size_t>(icrc_at - ip);
-  // Cannot be empty: the header just written is well formed and long enough.
-  put32_le(icrc_at, *compute_icrc({ip, ip_len_without_icrc}));
+std::size_t build_rocev2_frame(const RoceEndpoint& src, const RoceEndpoint& dst,
+                               const RoceGsiHeader& header,
+                               std::span<const std::uint8_t, kMadSize> mad,
+                               std::span<std::uint8_t> out) noexcept {
+  const bool ipv4 = is_ipv4_mapped(src.gid);
+  const std::size_t size = rocev2_frame_size(ipv4);
+  if (out.size() < size) return 0;
+
+  std::uint8_t* const eth = out.data();
+  std::copy(dst.mac.begin(), dst.mac.end(), eth);
+  std::copy(src.mac.begin(), src.mac.end(), eth + 6);
+  put16(eth + 12, ipv4 ? kEtherTypeIpv4 : kEtherTypeIpv6);
+
+  std::uint8_t* const ip = eth + kEthernetHeaderSize;
+  const std::size_t headers = write_ip_udp_headers(src.gid, dst.gid, header.udp_src_port,
+                                                   kRocev2UdpPort, out.subspan(kEthernetHeaderSize));
+  if (headers == 0) return 0;
+  std::uint8_t* const payload = ip + headers;
+  if (!write_gsi_payload(header, mad, std::span<std::uint8_t, kGsiHeadersSize + kMadSize>(
+                                          payload, kGsiHeadersSize + kMadSize))) {
+    return 0;
+  }
+
+  // The ICRC masks both checksums, so it goes first and they are computed over it. It cannot
+  // fail: the headers just written are well formed and long enough.
+  const std::size_t ip_length = size - kEthernetHeaderSize;
+  if (!write_icrc(out.subspan(kEthernetHeaderSize, ip_length))) return 0;
   if (ipv4) {
     store_checksum(ip + 10, rte_ipv4_cksum(as_ipv4(ip)));
   } else {
-    store_checksum(udp + 6, rte_ipv6_udptcp_cksum(as_ipv6(ip), udp));
+    store_checksum(ip + headers - 2, rte_ipv6_udptcp_cksum(as_ipv6(ip), ip + kIpv6HeaderSize));
   }
   return size;
 }
@@ -253,21 +292,12 @@ FrameParse parse_rocev2_frame(std::span<const std::uint8_t> frame) noexcept {
                                      : rte_ipv6_phdr_cksum(as_ipv6(ip_packet.data()), 0);
     if (!udp_checksum_verifies(pseudo, datagram)) return fail(FrameErrc::bad_udp_checksum);
   }
+  const GsiPayload payload = parse_gsi_payload(datagram.subspan(kUdpHeaderSize));
+  if (payload.errc != FrameErrc::ok) return fail(payload.errc);
+  f.header = payload.header;
   f.header.udp_src_port = get16(udp);
-
-  const auto payload = datagram.subspan(kUdpHeaderSize);
-  if (!payload.empty() && payload[0] != kUdSendOnlyOpcode) return fail(FrameErrc::not_ud_send_only);
-  if (payload.size() != kUdpPayloadSize) return fail(FrameErrc::bad_payload_length);
-  const std::uint8_t* bth = payload.data();
-  if ((bth[1] & kBthPadAndTver) != 0) return fail(FrameErrc::bad_bth);
-  f.header.pkey = get16(bth + kBthPkey);
-  f.header.dest_qp = get24(bth + kBthDestQp);
-  f.header.psn = get24(bth + kBthPsn);
-  const std::uint8_t* deth = bth + kBthSize;
-  f.header.qkey = get32(deth);
-  f.header.src_qp = get24(deth + kDethSrcQp);
-  f.mad = payload.subspan(kBthSize + kDethSize, kMadSize);
-  f.icrc = get32_le(payload.data() + kBthSize + kDethSize + kMadSize);
+  f.mad = payload.mad;
+  f.icrc = payload.icrc;
 
   const auto icrc = compute_icrc(ip_packet.first(ip_packet.size() - kIcrcSize));
   if (icrc != f.icrc) result.errc = FrameErrc::bad_icrc;

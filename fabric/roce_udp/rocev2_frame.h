@@ -105,6 +105,40 @@ enum class FrameErrc : std::uint8_t {
 
 [[nodiscard]] std::string_view to_string(FrameErrc e) noexcept;
 
+// The pieces build_rocev2_frame() and parse_rocev2_frame() are made of, for transports that put
+// only the UDP payload on the wire (a UDP socket) and need the headers the ICRC covers.
+
+// Writes the IP header (no options or extension headers) and UDP header of a GSI packet from
+// src:src_port to dst:dst_port into the front of `out` and returns their length (28 for IPv4, 48
+// for IPv6). Fixed fields as build_rocev2_frame() writes them, except that both checksums stay 0:
+// the ICRC masks them. Errors: returns 0 when `out` is too short or exactly one GID is
+// IPv4-mapped.
+[[nodiscard]] std::size_t write_ip_udp_headers(const Gid& src, const Gid& dst,
+                                               std::uint16_t src_port, std::uint16_t dst_port,
+                                               std::span<std::uint8_t> out) noexcept;
+
+inline constexpr std::size_t kGsiHeadersSize = kBthSize + kDethSize;
+
+// Writes the BTH, DETH and `mad` (not the ICRC) into `out`; header.udp_src_port is not used.
+// Errors: returns false, writing nothing, when dest_qp, src_qp or psn does not fit 24 bits.
+[[nodiscard]] bool write_gsi_payload(const RoceGsiHeader& header,
+                                     std::span<const std::uint8_t, kMadSize> mad,
+                                     std::span<std::uint8_t, kGsiHeadersSize + kMadSize> out) noexcept;
+
+// A UDP payload read as BTH / DETH / MAD / ICRC. `mad` points into the parsed bytes.
+struct GsiPayload {
+  FrameErrc errc{};
+  RoceGsiHeader header{};  // udp_src_port stays 0: the payload does not hold it
+  std::span<const std::uint8_t> mad{};
+  std::uint32_t icrc = 0;  // as received, read least significant byte first
+};
+
+// Parses one UDP payload. Any QPN, P_Key and Q_Key are accepted; the ICRC is read, not checked.
+// Errors (errc, every other field default-valued): not_ud_send_only when the first byte is not
+// opcode 0x64, bad_payload_length when the size is not BTH + DETH + MAD + ICRC, bad_bth when the
+// pad count or transport header version is not 0. Never reads outside `udp_payload`.
+[[nodiscard]] GsiPayload parse_gsi_payload(std::span<const std::uint8_t> udp_payload) noexcept;
+
 // The fields of a parsed frame. `mad` points into the parsed buffer (kMadSize bytes), so it lives
 // as long as that buffer; the struct itself owns nothing.
 struct ParsedFrame {

@@ -141,7 +141,13 @@ class Fabric {
 
   // A file descriptor that becomes readable (POLLIN / EPOLLIN) to wake the port's consumer after
   // arm_rx_event() returned true. Owned by the fabric: never close or read it. -1 for a
-  // port_index outside ports(). Stable for the Fabric's lifetime. Thread contract: any thread.
+  // port_index outside ports(), and -1 for a valid port that has no fd anything can wait on (a
+  // simulated device: ibsim's umad2sim hands out fd numbers that poll and epoll cannot watch).
+  // Stable for the Fabric's lifetime. Thread contract: any thread.
+  //
+  // A valid port without an fd: arm_rx_event() still says whether MADs wait; when it returns
+  // true the consumer sleeps a bounded time (its own wake-ups only) and then polls recv_burst
+  // again, so a MAD that arrives meanwhile waits at most that long.
   //
   // Protocol for an idle poller: spin on recv_burst for a while; then call arm_rx_event(); when it
   // returns true, wait for the fd to become readable (poll/epoll, level- or edge-triggered), then

@@ -1,0 +1,67 @@
+#include "bench/fastcm_bench/leak_check.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace fastcm::bench {
+
+namespace {
+
+void ignore_event(const Event&, void*) {}
+
+std::uint64_t unavailable_now(Engine& engine, std::uint32_t max_endpoints, std::uint32_t shards) {
+  // Each create_id from outside the engine is a call handed to a shard and waited for; one
+  // thread per shard keeps every shard busy instead of waking one at a time.
+  const std::uint32_t threads = shards;
+  std::vector<std::vector<Id>> ids(threads);
+  std::atomic<std::uint32_t> taken{0};  // relaxed: only caps the total
+  const Delivery delivery{.handler = &ignore_event};
+  std::vector<std::thread> creators;
+  for (std::uint32_t t = 0; t < threads; ++t) {
+    ids[t].reserve(max_endpoints / threads + 1);
+    creators.emplace_back([&, t] {
+      Id id;
+      while (taken.fetch_add(1, std::memory_order_relaxed) < max_endpoints &&
+             engine.create_id(delivery, nullptr, id) == Status::ok) {
+        ids[t].push_back(id);
+      }
+    });
+  }
+  std::uint64_t created = 0;
+  for (std::uint32_t t = 0; t < threads; ++t) {
+    creators[t].join();
+    created += ids[t].size();
+    for (const Id id : ids[t]) (void)engine.destroy(id);
+  }
+  return max_endpoints - created;
+}
+
+}  // namespace
+
+std::uint64_t unavailable_endpoints(Engine& engine, std::uint32_t max_endpoints,
+                                    std::uint32_t shards,
+                                    std::chrono::steady_clock::duration timewait) {
+  const auto give_up = std::chrono::steady_clock::now() + timewait;
+  for (;;) {
+    const std::uint64_t n = unavailable_now(engine, max_endpoints, shards);
+    if (n == 0 || std::chrono::steady_clock::now() >= give_up) return n;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+LeakCheck check_leaks(Rig& rig, const RigSizing& sizing, std::uint32_t shards) {
+  LeakCheck c;
+  const auto start = std::chrono::steady_clock::now();
+  const auto check = [&](Engine& engine) {
+    c.leaked_mads += engine.mad_buffers_in_use();
+    c.leaked_ceps +=
+        unavailable_endpoints(engine, sizing.max_endpoints, shards, rig.timewait_bound());
+  };
+  if (rig.has_server()) check(rig.server());
+  if (rig.has_client()) check(rig.client());
+  c.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return c;
+}
+
+}  // namespace fastcm::bench
