@@ -46,6 +46,12 @@ runtime_packages() {
 linked=$(runtime_packages "$@")
 # libc6 and libgcc-s1 are in every minbase system already; naming them is harmless.
 packages+=($linked)
+# DPDK's shared EAL loads its drivers from a plugin directory at run time, out of ldd's sight; the
+# ring mempool driver ("ring_mp_mc", what rte_mempool_create uses) is the one fastcm needs. Same
+# ABI as the EAL linked.
+if [[ $linked =~ librte-eal([0-9]+) ]]; then
+  packages+=("librte-mempool-ring${BASH_REMATCH[1]}")
+fi
 package_list=$(printf '%s\n' "${packages[@]}" | sort -u | paste -sd, -)
 
 key=$( { cat "${BASH_SOURCE[0]}"; echo "$package_list"; } | sha256sum | cut -d' ' -f1)
@@ -108,7 +114,8 @@ else
 fi
 sync
 umount /mnt/out 2>/dev/null
-poweroff -f
+# minbase has no init system and so no poweroff; sysrq "o" powers off at once.
+echo o >/proc/sysrq-trigger
 EOF
 chmod 755 "$root/sbin/fastcm-init"
 echo fastcm-vm >"$root/etc/hostname"

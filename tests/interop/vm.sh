@@ -17,6 +17,11 @@ work_dir=""
 bin_dir=""
 declare -A vm_pids=()
 interop_netns=""
+# What bounds each wait of a scenario's phase, in seconds (under TCG on a loaded host, 1,000
+# connections take about a minute).
+limit=600
+# Each phase's own address (phase_addresses).
+declare -A address=()
 
 log() { echo "interop: $*"; }
 die() {
@@ -64,6 +69,17 @@ free_port() {
     fi
   done
   die "no free TCP port on 127.0.0.1"
+}
+
+# phase_addresses NET PHASE...: gives each PHASE the address NET.(10 + its position) in `address`:
+# the one address its traffic has, which tells its packets apart in a capture (phase_pcap).
+phase_addresses() {
+  local net=$1 i=10 phase
+  shift
+  for phase in "$@"; do
+    address[$phase]=$net.$i
+    i=$((i + 1))
+  done
 }
 
 # vm_job NAME: creates the run directory of VM NAME and writes its job from stdin (sh, run by the
@@ -257,26 +273,40 @@ bench_figure() {
     ] | join("; ")' "$json") || die "$json: not fastcm-bench's JSON"
   [[ -z $bad ]] || die "$3 N=$n: $bad ($json)"
   add_figure "$3" "$n" "$(jq -r '.established_per_sec | round' "$json")" \
-    "$(jq -r '"fastcm-bench REQ to REP p50 \(.latency_us.p50 / 1000) ms, p99 \(.latency_us.p99 / 1000) ms"' "$json")"
+    "$(jq -r 'def ms: . / 100 | round / 10;
+           "fastcm-bench REQ to REP p50 \(.latency_us.p50 | ms) ms, p99 \(.latency_us.p99 | ms) ms"' "$json")"
 }
 
-# host_wait_udp ADDRESS PORT PID SECONDS: waits up to SECONDS for a UDP socket bound to
-# ADDRESS:PORT in the test's network namespace (a host-side fabric that is ready); fails when the
-# process PID exits first.
-host_wait_udp() {
+# bench_server_check JSON N: a fastcm-bench server's --json output accepted N connections, had
+# no failed call and leaked nothing; fails naming what is wrong.
+bench_server_check() {
+  local bad
+  bad=$(jq -r --argjson n "$2" '[
+      (select(.accepted != $n) | "accepted \(.accepted) of \($n)"),
+      (select(.failed_calls > 0) | "\(.failed_calls) failed calls"),
+      (select(.leaked_ceps + .leaked_mads > 0) | "leaked \(.leaked_ceps) endpoints, \(.leaked_mads) MADs")
+    ] | join("; ")' "$1") || die "$1: not fastcm-bench's JSON"
+  [[ -z $bad ]] || die "fastcm-bench server: $bad ($1)"
+  log "fastcm-bench server: accepted $2, nothing leaked"
+}
+
+# host_wait_listening ERR_LOG PID SECONDS: waits up to SECONDS for a fastcm-bench server (PID,
+# its stderr in ERR_LOG) to say it listens; fails when it exits first or stays silent.
+host_wait_listening() {
   local start=$SECONDS
-  until [[ -n $(in_netns ss -Hlun "src $1:$2") ]]; do
-    kill -0 "$3" 2>/dev/null || die "the process that was to bind $1:$2 exited"
-    ((SECONDS - start < $4)) || die "nothing bound $1:$2 within $4 s"
+  until grep -q '^fastcm-bench: listening' "$1" 2>/dev/null; do
+    kill -0 "$2" 2>/dev/null || { cat "$1"; die "fastcm-bench exited before it listened"; }
+    ((SECONDS - start < $3)) || { cat "$1"; die "fastcm-bench did not listen within $3 s"; }
     sleep 0.2
   done
 }
 
-# stop_host_process PID SECONDS: asks a host-side process to finish (SIGINT, as a user would) and
-# waits up to SECONDS for it, then kills it. Returns its exit status (non-zero when killed).
+# stop_host_process PID SECONDS: asks a host-side process to finish (SIGTERM: a background
+# process of a script starts with SIGINT ignored) and waits up to SECONDS for it, then kills it.
+# Returns its exit status (non-zero when killed).
 stop_host_process() {
   local pid=$1 start=$SECONDS status=0
-  kill -INT "$pid" 2>/dev/null || true
+  kill -TERM "$pid" 2>/dev/null || true
   while kill -0 "$pid" 2>/dev/null; do
     if ((SECONDS - start >= $2)); then
       kill -KILL "$pid" 2>/dev/null

@@ -60,6 +60,18 @@ kernel_cm_listening() {
   rdma resource show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q "src-addr $1:"
 }
 
+# Soft-RoCE for a user-space CM: rxe_up with ib_cm, rdma_cm and rdma_ucm kept out ("install ...
+# /bin/false" stops them loading even as another module's dependency), so the CM class of the
+# GSI is free for fastcm's umad agent. The loaded modules go to $out/modules for the host to check.
+fastcm_owns_cm() {
+  for m in ib_cm rdma_cm rdma_ucm iw_cm; do echo "install $m /bin/false"; done >/etc/modprobe.d/fastcm-owns-cm.conf
+  rxe_up
+  cut -d' ' -f1 /proc/modules >"$out/modules"
+  for m in ib_cm rdma_cm rdma_ucm; do
+    ! grep -qx "$m" "$out/modules" || fail "$m is loaded although fastcm is to own the CM"
+  done
+}
+
 # The phases of a two-VM scenario: the server VM runs `serve PHASE SECONDS ...` for each phase,
 # the client VM `client PHASE SECONDS CMD...`, and the host relays between them: server writes
 # ready-PHASE once it listens, the host then writes go-PHASE for the client, the client runs its
@@ -96,6 +108,24 @@ no_server() {
   phase=$1 limit=$2
   echo ready >"$out/ready-$phase"
   wait_for "stop-$phase" "$limit"
+}
+
+# serve_fastcm PHASE SECONDS CMD...: a fastcm-bench server as serve runs a kernel-CM one: its JSON
+# in PHASE.json, its stderr in PHASE.err; ready once it says it listens; at stop-PHASE asked to
+# finish (SIGTERM: a background job of a script starts with SIGINT ignored) and required to exit with status 0 (its leak checks passed).
+serve_fastcm() {
+  phase=$1 limit=$2
+  shift 2
+  "$@" >"$out/$phase.json" 2>"$out/$phase.err" &
+  pid=$!
+  wait_until "$limit" grep -q '^fastcm-bench: listening' "$out/$phase.err"
+  echo ready >"$out/ready-$phase"
+  wait_for "stop-$phase" "$limit"
+  kill -TERM "$pid"
+  wait "$pid"
+  status=$?
+  [ "$status" -eq 0 ] || fail "$phase: fastcm-bench server exited with status $status (its log: $phase.err)"
+  say "$phase: fastcm-bench server done"
 }
 
 start_server() {

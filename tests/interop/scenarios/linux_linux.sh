@@ -8,14 +8,11 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../vm.sh"
 
 interop_init "$1" "$2" "$3"
-shift 3
-counts=("$@")
-limit=600
-declare -A address=()
+counts=("${@:4}")
 phases=()
 for n in "${counts[@]}"; do phases+=("cmtime-$n"); done
 phases+=(rping)
-for i in "${!phases[@]}"; do address[${phases[$i]}]=192.168.77.$((10 + i)); done
+phase_addresses 192.168.77 "${phases[@]}"
 
 {
   echo "net_up 192.168.77.1/24 ${address[*]/%//24}"

@@ -9,9 +9,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../vm.sh"
 
 interop_init "$1" "$2" "$3"
-limit=300
 unused_port=7999
-declare -A address=([no-listener]=192.168.77.20 [slow-accept]=192.168.77.21 [ucmatose]=192.168.77.22)
+phases=(no-listener slow-accept ucmatose)
+phase_addresses 192.168.77 "${phases[@]}"
 
 vm_job server <<EOF2
 net_up 192.168.77.1/24 ${address[no-listener]}/24 ${address[slow-accept]}/24 ${address[ucmatose]}/24
@@ -37,7 +37,7 @@ run_phase server client ucmatose "$limit"
 vm_wait server 120
 vm_wait client 120
 
-for phase in no-listener slow-accept ucmatose; do
+for phase in "${phases[@]}"; do
   check_pcap "$(phase_pcap client "$phase" "${address[$phase]}")"
 done
 mads_of() { grep "\"message\":\"$2\"" "$work_dir/$1.mads.json" || true; }
