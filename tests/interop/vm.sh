@@ -39,6 +39,21 @@ interop_init() {
   rm -rf "$work_dir"
   mkdir -p "$work_dir"
   trap interop_cleanup EXIT
+  # A signal (ctest's timeout, ^C) ends the script through its EXIT trap too.
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
+  remove_stale_netns
+}
+
+# Deletes the namespaces of earlier runs whose script is gone (killed too hard to clean up).
+remove_stale_netns() {
+  local ns
+  for ns in $(ip netns list | awk '$1 ~ /^fastcm-interop-[0-9]+$/ { print $1 }'); do
+    if ! kill -0 "${ns#fastcm-interop-}" 2>/dev/null; then
+      log "deleting the stale network namespace $ns"
+      ip netns delete "$ns"
+    fi
+  done
 }
 
 interop_cleanup() {

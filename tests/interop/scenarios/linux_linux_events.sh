@@ -24,7 +24,7 @@ vm_job client <<EOF2
 net_up 192.168.77.2/24
 kernel_cm_up
 client_refused no-listener $limit rping -c -a ${address[no-listener]} -p $unused_port -v -C 1
-client slow-accept $limit rping -c -a ${address[slow-accept]} -v -C 1
+rping_client slow-accept $limit 1 -a ${address[slow-accept]}
 client ucmatose $limit ucmatose -s ${address[ucmatose]} -c 10
 EOF2
 
