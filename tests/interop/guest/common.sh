@@ -170,9 +170,9 @@ client_refused() {
 # descriptor"; fixed upstream in rdma-core pull request 1622). That exit counts as success when all
 # COUNT pings came back and the disconnect was seen; the host checks the pings' data.
 rping_client() {
-  count=$3
-  set -- "$1" "$2" rping -c -v -C "$@"
-  run_client "$@"
+  phase=$1 limit=$2 count=$3
+  shift 3
+  run_client "$phase" "$limit" rping -c -v -C "$count" "$@"
   if [ "$status" -ne 0 ] && [ "$(tail -n 1 "$out/$phase.log")" = "rdma_get_cm_event: Bad file descriptor" ] &&
      [ "$(grep -c '^ping data: ' "$out/$phase.log")" -eq "$count" ] &&
      grep -q '^client DISCONNECT EVENT' "$out/$phase.log"; then
