@@ -11,12 +11,16 @@ FASTCM_JOBS="$(nproc)"
 # gnuplot-nox is gnuplot without a GUI: the gnuplot metapackage would pull in Qt.
 # ibsim-utils, libumad2sim0, opensm and infiniband-diags run the ibsim tests (simulated
 # InfiniBand: the simulator, its umad preload library, the SM that brings the ports up, ibstat).
+# The interop tests build a VM image (debootstrap, mkfs.ext4 of e2fsprogs), boot it
+# (qemu-system-x86) and make network namespaces and TAP devices (iproute2); jq reads
+# fastcm-bench's JSON there.
 FASTCM_PACKAGES=(
   build-essential cmake pkg-config g++ clang libclang-rt-14-dev
   libdpdk-dev libtbb-dev libibumad-dev libibverbs-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libpcap-dev zlib1g-dev tshark gnuplot-nox valgrind
   ibsim-utils libumad2sim0 opensm infiniband-diags
+  qemu-system-x86 debootstrap e2fsprogs iproute2 jq
 )
 
 # Seconds as "XmYYs".

@@ -1,0 +1,201 @@
+# Helpers of the guest scripts (POSIX sh, sourced inside the VM by the job the host writes).
+# The host talks to a guest only through files in /mnt/out, the run directory it shares:
+# the guest writes "ready" when it serves, and waits for files the host creates ("go", "stop").
+# shellcheck shell=sh
+
+out=/mnt/out
+
+say() { echo "guest: $*"; }
+fail() { echo "guest: FAILED: $*"; exit 1; }
+
+# Waits up to $2 seconds for the file $out/$1 (written by the host). Fails when it does not come.
+wait_for() {
+  waited=0
+  while [ ! -e "$out/$1" ]; do
+    [ "$waited" -ge "$2" ] && fail "no $1 from the host within $2 s"
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
+
+# Brings eth0 up with the addresses given (CIDR). Soft-RoCE gives each its GID.
+net_up() {
+  modprobe virtio_net || fail "modprobe virtio_net"
+  for a in "$@"; do ip addr add "$a" dev eth0 || fail "ip addr add $a"; done
+  ip link set eth0 up || fail "ip link set eth0 up"
+  ip -brief addr show eth0
+}
+
+# Soft-RoCE on eth0 with the uverbs and umad interfaces, but no CM: the modules a user-space CM
+# needs (the rdma_rxe device, ib_uverbs for queue pairs, ib_umad for the GSI).
+rxe_up() {
+  for m in rdma_rxe ib_uverbs ib_umad; do modprobe "$m" || fail "modprobe $m"; done
+  rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
+  rdma link show
+}
+
+# The Linux kernel CM on top of rxe_up: ib_cm and rdma_cm come with rdma_ucm. rdma_ucm turns
+# cmtime's listen backlog of 0 into max_backlog (1024 by default), which refuses a larger burst
+# with REJ reason 28; raised so a storm of N REQs is all accepted.
+kernel_cm_up() {
+  rxe_up
+  modprobe rdma_ucm || fail "modprobe rdma_ucm"
+  echo 65536 >/proc/sys/net/rdma_ucm/max_backlog || fail "raise rdma_ucm max_backlog"
+}
+
+# Polls "$@" (a condition) once a second for up to $1 seconds; fails naming it when it never holds.
+wait_until() {
+  limit=$1
+  shift
+  waited=0
+  until "$@"; do
+    [ "$waited" -ge "$limit" ] && fail "'$*' did not hold within $limit s"
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
+
+# True when the kernel CM has an rdma_cm ID listening on the address $1.
+kernel_cm_listening() {
+  rdma resource show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q "src-addr $1:"
+}
+
+# Soft-RoCE for a user-space CM: rxe_up with ib_cm, rdma_cm and rdma_ucm kept out ("install ...
+# /bin/false" stops them loading even as another module's dependency), so the CM class of the
+# GSI is free for fastcm's umad agent. The loaded modules go to $out/modules for the host to check.
+fastcm_owns_cm() {
+  for m in ib_cm rdma_cm rdma_ucm iw_cm; do echo "install $m /bin/false"; done >/etc/modprobe.d/fastcm-owns-cm.conf
+  rxe_up
+  cut -d' ' -f1 /proc/modules >"$out/modules"
+  for m in ib_cm rdma_cm rdma_ucm; do
+    ! grep -qx "$m" "$out/modules" || fail "$m is loaded although fastcm is to own the CM"
+  done
+}
+
+# The phases of a two-VM scenario: the server VM runs `serve PHASE SECONDS ...` for each phase,
+# the client VM `client PHASE SECONDS CMD...`, and the host relays between them: server writes
+# ready-PHASE once it listens, the host then writes go-PHASE for the client, the client runs its
+# command and writes done-PHASE (0 when it went as expected), and the host then writes
+# stop-PHASE for the server. A phase with no server (a client refused for want of a listener) has
+# only the client's half. SECONDS bounds each wait.
+
+# serve PHASE SECONDS ADDRESS CMD...: starts the server CMD in the background (output in
+# PHASE.log), waits until the kernel CM listens on ADDRESS, serves until stop-PHASE and ends it. A
+# server that ends by itself (rping -s after its one client) must end with status 0.
+serve() {
+  start_server "$@"
+  echo ready >"$out/ready-$phase"
+  end_server
+}
+
+# serve_stopped PAUSE PHASE SECONDS ADDRESS CMD...: serve, but with the server process stopped
+# (SIGSTOP) from the moment it listens until PAUSE seconds after the host was told it is ready: a
+# slow accepter, whose kernel CM answers the client's retransmitted REQ with an MRA.
+serve_stopped() {
+  pause=$1
+  shift
+  start_server "$@"
+  kill -STOP "$pid"
+  echo ready >"$out/ready-$phase"
+  sleep "$pause"
+  kill -CONT "$pid"
+  end_server
+}
+
+# no_server PHASE SECONDS: the server's half of a phase with nothing listening: tells the host the
+# VM is ready (its network and RDMA stack are up) and waits for stop-PHASE.
+no_server() {
+  phase=$1 limit=$2
+  echo ready >"$out/ready-$phase"
+  wait_for "stop-$phase" "$limit"
+}
+
+# serve_fastcm PHASE SECONDS CMD...: a fastcm-bench server as serve runs a kernel-CM one: its JSON
+# in PHASE.json, its stderr in PHASE.err; ready once it says it listens; at stop-PHASE asked to
+# finish (SIGTERM: a background job of a script starts with SIGINT ignored) and required to exit with status 0 (its leak checks passed).
+serve_fastcm() {
+  phase=$1 limit=$2
+  shift 2
+  "$@" >"$out/$phase.json" 2>"$out/$phase.err" &
+  pid=$!
+  wait_until "$limit" grep -q '^fastcm-bench: listening' "$out/$phase.err"
+  echo ready >"$out/ready-$phase"
+  wait_for "stop-$phase" "$limit"
+  kill -TERM "$pid"
+  wait "$pid"
+  status=$?
+  [ "$status" -eq 0 ] || fail "$phase: fastcm-bench server exited with status $status (its log: $phase.err)"
+  say "$phase: fastcm-bench server done"
+}
+
+start_server() {
+  phase=$1 limit=$2 address=$3
+  shift 3
+  "$@" >"$out/$phase.log" 2>&1 &
+  pid=$!
+  wait_until "$limit" kernel_cm_listening "$address"
+}
+
+end_server() {
+  wait_for "stop-$phase" "$limit"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"
+    wait "$pid" 2>/dev/null
+    say "$phase: server stopped"
+    return 0
+  fi
+  wait "$pid"
+  status=$?
+  [ "$status" -eq 0 ] || fail "$phase: server exited with status $status (its log: $phase.log)"
+  say "$phase: server exited by itself with status 0"
+}
+
+# client PHASE SECONDS CMD...: waits for go-PHASE, runs CMD (output in PHASE.log) and writes 0
+# to done-PHASE when it exited with status 0; otherwise writes 1 there and fails.
+client() {
+  run_client "$@"
+  verdict "$((status != 0))" "the client exited with status $status"
+}
+
+# client_refused PHASE SECONDS CMD...: as client, for a command that must fail (a connection the
+# peer refuses): done-PHASE gets 0 when it failed, 1 when it succeeded.
+client_refused() {
+  run_client "$@"
+  verdict "$((status == 0))" "the client succeeded where it should have been refused"
+}
+
+# rping_client PHASE SECONDS COUNT ARGS...: client for `rping -c -v -C COUNT ARGS...`. rping
+# (rdma-core 44) can exit with status 255 after a successful run: its CM event thread calls
+# rdma_get_cm_event on the channel the main thread has just destroyed ("rdma_get_cm_event: Bad file
+# descriptor"; fixed upstream in rdma-core pull request 1622). That exit counts as success when all
+# COUNT pings came back and the disconnect was seen; the host checks the pings' data.
+rping_client() {
+  phase=$1 limit=$2 count=$3
+  shift 3
+  run_client "$phase" "$limit" rping -c -v -C "$count" "$@"
+  if [ "$status" -ne 0 ] && [ "$(tail -n 1 "$out/$phase.log")" = "rdma_get_cm_event: Bad file descriptor" ] &&
+     [ "$(grep -c '^ping data: ' "$out/$phase.log")" -eq "$count" ] &&
+     grep -q '^client DISCONNECT EVENT' "$out/$phase.log"; then
+    say "$phase: rping's teardown race ended it with status $status after $count pings and the disconnect"
+    status=0
+  fi
+  verdict "$((status != 0))" "rping exited with status $status"
+}
+
+run_client() {
+  phase=$1 limit=$2
+  shift 2
+  wait_for "go-$phase" "$limit"
+  "$@" >"$out/$phase.log" 2>&1
+  status=$?
+}
+
+# verdict FAILED WHY: writes done-PHASE (0 or 1); fails saying WHY when FAILED is 1.
+verdict() {
+  echo "$1" >"$out/done-$phase"
+  [ "$1" -eq 0 ] || fail "$phase: $2 (its log: $phase.log)"
+  say "$phase: client exit status $status, as expected"
+}
+
+# Marks the job as started (the host times the boot by it).
+echo booted >"$out/booted"
