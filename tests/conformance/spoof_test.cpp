@@ -71,8 +71,9 @@ struct Snapshot {
 
 class SpoofCell {
  public:
-  // Two ports per HCA, so a forgery can arrive on the port the connection does not use.
-  SpoofCell() : cluster_(loopback::LoopbackConfig::make(3, 2)), setup_(cluster_) {
+  // Two ports per HCA, so a forgery can arrive on the port the connection does not use. On
+  // Ethernet (RoCE) ports MADs carry a GRH and route by GID: the source GID must match.
+  explicit SpoofCell(LinkLayer link = LinkLayer::infiniband) : cluster_(fabric(link)), setup_(cluster_) {
     // Nobody reads the forger's port: what is sent to it vanishes (and shows in the counters).
     cluster_.fabric().set_fault(loopback::FaultRule{.to = loopback::PortRef{kToolHca, 0}, .loss_pct = 100});
   }
@@ -113,6 +114,11 @@ class SpoofCell {
     if (f == Forgery::pkey) pkt.addr.pkey_index = 1;  // 0x8001: both ports hold it, the connection uses 0xFFFF
     if (f == Forgery::port) pkt.addr.remote_lid = static_cast<Lid>(target_.lid + 1);
     const std::uint8_t arrival_port = f == Forgery::port ? 2 : 1;
+    if (port_of(reached_.host).link_layer == LinkLayer::ethernet) {
+      pkt.addr.grh.present = true;
+      pkt.addr.grh.hop_limit = 1;
+      pkt.addr.grh.remote_gid = port_of(reached_.host, arrival_port - 1u).gid_table[0];
+    }
 
     const Snapshot before = snapshot();
     const PortCounters counters_before = target_peer().port_counters(arrival_port);
@@ -143,8 +149,18 @@ class SpoofCell {
   }
 
  private:
-  [[nodiscard]] const PortAttr& port_of(Host h) const {
-    return h == Host::server ? cluster_.server_port() : cluster_.client_port();
+  [[nodiscard]] const PortAttr& port_of(Host h, std::size_t index = 0) const {
+    return h == Host::server ? cluster_.server_port(index) : cluster_.client_port(index);
+  }
+  static loopback::LoopbackConfig fabric(LinkLayer link) {
+    loopback::LoopbackConfig config = loopback::LoopbackConfig::make(3, 2);
+    for (loopback::LoopbackHcaConfig& hca : config.hcas) {
+      for (PortAttr& port : hca.ports) {
+        port.link_layer = link;
+        if (link == LinkLayer::ethernet) port.lid = 0;
+      }
+    }
+    return config;
   }
   [[nodiscard]] Peer& target_peer() { return setup_.on(reached_.host); }
 
@@ -186,12 +202,12 @@ constexpr Forgery kEveryForgery[] = {Forgery::none,   Forgery::comm_id, Forgery:
                                      Forgery::source, Forgery::pkey,    Forgery::port};
 
 // Every forgery of `m` against every start: the control acts, each forgery only moves its counter.
-void expect_spoofs_dropped(Msg m, std::initializer_list<Start> starts) {
+void expect_spoofs_dropped(Msg m, std::initializer_list<Start> starts, LinkLayer link = LinkLayer::infiniband) {
   for (const Start& start : starts) {
     for (const Forgery f : kEveryForgery) {
       if (!applies(m, start, f)) continue;
       SCOPED_TRACE(std::string(column(m)) + " in " + label(start) + ", forged " + std::string(label(f)));
-      SpoofCell cell;
+      SpoofCell cell(link);
       cell.reach(start);
       const std::string moved = cell.inject(m, f);
       if (const std::optional<DropReason> why = reason_of(f)) {
@@ -235,6 +251,12 @@ TEST(Spoof, Drep) { expect_spoofs_dropped(Msg::drep, {{S::dreq_sent}, {S::dreq_r
 TEST(Spoof, Lap) { expect_spoofs_dropped(Msg::lap, {{S::established_active}, {S::established_passive}}); }
 
 TEST(Spoof, Apr) { expect_spoofs_dropped(Msg::apr, {{S::established_active, true}}); }
+
+// RoCE has no LIDs: the source GID tells the peer from another node.
+TEST(Spoof, OnRoceTheSourceGidCounts) {
+  expect_spoofs_dropped(Msg::rej, {{S::req_sent}, {S::established_passive}}, LinkLayer::ethernet);
+  expect_spoofs_dropped(Msg::dreq, {{S::established_active}}, LinkLayer::ethernet);
+}
 
 // A CM that made no endpoint for our REQ (no listen, a stale REQ, its own timeout) rejects it with
 // Local Communication ID 0: accepted from where the REQ went, dropped from anywhere else.
