@@ -542,12 +542,10 @@ class Input {
                                                      .qpn = next_qpn_++});
         break;
       case ApiCall::reconnect:
-        if ((argument & 1) != 0) {
-          (void)engine.send_sidr_req(id, sidr_req_params());
-        } else {
-          (void)engine.send_req(id, req_params());
+        if ((argument & 1) != 0 ? engine.send_sidr_req(id, sidr_req_params()) == Status::ok
+                                : engine.send_req(id, req_params()) == Status::ok) {
+          eps_[e].peer.reset();  // the server side of a new request is a new endpoint
         }
-        eps_[e].peer.reset();  // the server side of a new REQ is a new endpoint
         break;
       case ApiCall::connect: {
         Id c;
