@@ -411,6 +411,34 @@ class Input {
     return table[static_cast<std::size_t>(message)];
   }
 
+  // What a violation needs to be read: the endpoint's identity and what the MAD named.
+  static void describe(const ConnectionInfo& c, std::string_view state, const mad::AnyMessage& msg,
+                       MadSource source, bool elsewhere) {
+    std::fprintf(stderr,
+                 "engine_ingress_fuzz: endpoint in %.*s: comm IDs local 0x%x remote 0x%x, QPNs "
+                 "local 0x%x remote 0x%x, path from LID %u P_Key 0x%x\n"
+                 "engine_ingress_fuzz: the MAD came from LID %u P_Key 0x%x (%s) and names:",
+                 static_cast<int>(state.size()), state.data(), c.local_comm_id, c.remote_comm_id,
+                 c.local_qpn, c.remote_qpn, c.primary.remote_lid, c.primary.pkey, source.lid,
+                 source.pkey, elsewhere ? "elsewhere" : "the peer's port");
+    std::visit(
+        [](const auto& m) {
+          mad::visit_fields(m, [](const mad::FieldPlace& place, const auto& value) {
+            using V = std::remove_cvref_t<decltype(value)>;
+            if constexpr (std::is_integral_v<V>) {
+              if (place.name.find("comm_id") != std::string_view::npos ||
+                  place.name.find("qpn") != std::string_view::npos ||
+                  place.name == "request_id" || place.name == "local_ca_guid") {
+                std::fprintf(stderr, " %.*s=0x%llx", static_cast<int>(place.name.size()),
+                             place.name.data(), static_cast<unsigned long long>(value));
+              }
+            }
+          });
+        },
+        msg);
+    std::fprintf(stderr, "\n");
+  }
+
   void inject(ScriptReader& script, std::optional<Source> elsewhere) {
     const std::size_t target = script.byte() % eps_.size();
     const Message message = script.pick<Message>();
@@ -446,6 +474,7 @@ class Input {
     const int attribute = bytes[16] << 8 | bytes[17];
     const auto check = [&](bool holds, const char* what, std::size_t i) {
       if (!holds) {
+        describe(eps_[i].info, before[i], decoded.message, source, elsewhere.has_value());
         violated_by_change(what, eps_[i].id.raw, eps_[i].side == Side::server, before[i],
                            eps_[i].state, attribute);
       }
