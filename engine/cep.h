@@ -49,6 +49,9 @@ struct Cep {
   bool live = false;                  // allocated (false while on the free list)
   bool parked = false;                // freed while a remote destroy was on its way (cep_table.h)
   bool active = false;                // we sent the REQ
+  // The peer's comm ID, QPN and CA GUID are known (from its REQ, or on the active side its REP),
+  // so a received message must name them (Protocol::from_peer).
+  bool peer_known = false;
   bool has_alternate = false;
   bool in_dup_index = false;
   bool in_qpn_index = false;           // recorded in the engine's RemoteQpns

@@ -156,6 +156,7 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   cep->remote_comm_id = req.local_comm_id;
   cep->remote_ca_guid = req.local_ca_guid;
   cep->remote_qpn = req.local_qpn;
+  cep->peer_known = true;
   cep->remote_qkey = req.local_q_key;
   cep->service_id = req.service_id;
   cep->qp_type = req.transport_service_type == mad::TransportServiceType::uc ? QpType::uc
@@ -311,6 +312,7 @@ void Protocol::on_rej(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rej& re
   const std::uint16_t port_index = buf.packet.addr.port_index;
   Cep* cep = rejected_endpoint(rej);
   if (cep == nullptr) return drop(port_index, DropReason::unknown_comm_id);
+  if (!from_peer(*cep, buf, {.comm_id = rej.local_comm_id})) return;
   switch (cep->state) {
     case CepState::req_sent:
     case CepState::mra_req_rcvd:
@@ -369,19 +371,29 @@ Status Protocol::send_rep(Id id, const RepParams& p) noexcept {
   if (cep == nullptr) return Status::stale_id;
   if (cep->state != CepState::req_rcvd && cep->state != CepState::mra_req_sent) return Status::invalid_state;
   if (!fits<kMaxRepPrivateData>(p.private_data) || p.qpn >= (1u << 24) || p.starting_psn >= (1u << 24) ||
-      p.target_ack_delay > 31 || p.failover_accepted > 2 || p.rnr_retry_count > 7 ||
+      p.target_ack_delay.value_or(0) > 31 || p.failover_accepted > 2 || p.rnr_retry_count > 7 ||
       p.ece_vendor_id >= (1u << 24)) {
     return Status::invalid_argument;
   }
   const PortAttr& local_port = port(cep->port_index);
+  // Clamped, not refused: the REQ's offer (crosswise in the endpoint since on_req) and our CA's
+  // limits bound what both QPs can use, so asking for more than either is asking for "as many as
+  // possible" — what librdmacm's rdma_accept sends by default. Sent unclamped, the peer would set
+  // up more RDMA reads and atomics in flight than its own responder, or ours, can serve.
+  const std::uint8_t responder_resources =
+      std::min({p.responder_resources, cep->responder_resources, local_port.ca.max_qp_rd_atom});
+  const std::uint8_t initiator_depth =
+      std::min({p.initiator_depth, cep->initiator_depth, local_port.ca.max_qp_init_rd_atom});
+  // The active side's QP ACK timeout includes it (Table 110, Target ACK Delay): Linux sends its CA's.
+  const std::uint8_t target_ack_delay = p.target_ack_delay.value_or(local_port.ca.local_ca_ack_delay);
   mad::Rep rep;
   rep.local_comm_id = cep->local_comm_id;
   rep.remote_comm_id = cep->remote_comm_id;
   rep.local_qpn = p.qpn;
   rep.starting_psn = p.starting_psn;
-  rep.responder_resources = p.responder_resources;
-  rep.initiator_depth = p.initiator_depth;
-  rep.target_ack_delay = p.target_ack_delay;
+  rep.responder_resources = responder_resources;
+  rep.initiator_depth = initiator_depth;
+  rep.target_ack_delay = target_ack_delay;
   rep.failover_accepted = static_cast<mad::FailoverAccepted>(p.failover_accepted);
   rep.end_to_end_flow_control = p.flow_control;
   rep.rnr_retry_count = p.rnr_retry_count;
@@ -392,9 +404,9 @@ Status Protocol::send_rep(Id id, const RepParams& p) noexcept {
   if (!send_and_keep(*cep, rep)) return Status::no_resources;
   cep->local_qpn = p.qpn;
   cep->remote_psn = p.starting_psn;
-  cep->responder_resources = p.responder_resources;
-  cep->initiator_depth = p.initiator_depth;
-  cep->target_ack_delay = p.target_ack_delay;
+  cep->responder_resources = responder_resources;
+  cep->initiator_depth = initiator_depth;
+  cep->target_ack_delay = target_ack_delay;
   // rnr_retry_count stays the REQ's: the REP's count is the one the active side retries with.
   cep->flow_control = p.flow_control;
   cep->srq = p.srq;
@@ -413,6 +425,10 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
     drop(port_index, DropReason::unknown_comm_id);
     reject_unknown(buf, hdr.transaction_id, rep.local_comm_id, rep.remote_comm_id, mad::MessageKind::rep,
                    mad::RejReason::invalid_comm_id, {});
+    return;
+  }
+  if (!from_peer(*cep, buf,
+                 {.comm_id = rep.local_comm_id, .their_qpn = rep.local_qpn, .their_ca_guid = rep.local_ca_guid})) {
     return;
   }
   switch (cep->state) {
@@ -437,10 +453,11 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
   }
   // The same remote QP connected to us twice: the older connection is stale (12.9.8.3.1). REJ
   // the REP (hence rep_rcvd: the REJ names it) and tear the old connection down, as for a REQ.
+  cep->remote_comm_id = rep.local_comm_id;
   cep->remote_qpn = rep.local_qpn;
   cep->remote_ca_guid = rep.local_ca_guid;
+  cep->peer_known = true;
   if (const std::optional<Id> old = claim_remote_qpn(*cep)) {
-    cep->remote_comm_id = rep.local_comm_id;
     cep->state = CepState::rep_rcvd;
     reject(*cep, mad::RejReason::stale_conn, {}, {});
     env_.outbox.notify_stale(*old);
@@ -452,7 +469,6 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
     return;
   }
   cancel_timer(*cep);
-  cep->remote_comm_id = rep.local_comm_id;
   cep->remote_qkey = rep.local_q_key;
   cep->local_psn = rep.starting_psn;
   // Crosswise, as for the REQ on the passive side.
@@ -508,7 +524,7 @@ Status Protocol::send_rtu(Id id, std::span<const std::uint8_t> private_data) noe
 void Protocol::on_rtu(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rtu& rtu) {
   const std::uint16_t port_index = buf.packet.addr.port_index;
   Cep* cep = find_local(port_index, rtu.remote_comm_id);
-  if (cep == nullptr) return;
+  if (cep == nullptr || !from_peer(*cep, buf, {.comm_id = rtu.local_comm_id})) return;
   if (cep->state == CepState::established && !cep->active) {
     ++message_counters(port_index, hdr.attribute_id).duplicate;
     return drop(port_index, DropReason::duplicate);

@@ -33,7 +33,7 @@ Status Protocol::send_dreq(Id id, std::span<const std::uint8_t> private_data) no
 void Protocol::on_dreq(MadBuf& buf, const mad::MadHeader& hdr, const mad::Dreq& dreq) {
   const std::uint16_t port_index = buf.packet.addr.port_index;
   Cep* cep = table_.find_by_comm_id(dreq.remote_comm_id);
-  if (cep == nullptr || dreq.remote_qpn_eecn != cep->local_qpn) {
+  if (cep == nullptr) {
     // A DREQ for a connection we no longer know: the peer wants to hear that it is gone (12.9.8.4).
     drop(port_index, DropReason::unknown_comm_id);
     mad::Drep drep;
@@ -42,6 +42,8 @@ void Protocol::on_dreq(MadBuf& buf, const mad::MadHeader& hdr, const mad::Dreq& 
     send_reply(buf.packet.addr, hdr.transaction_id, drep);
     return;
   }
+  // 12.9.8.4 ties a DREQ to the QP it names as well.
+  if (!from_peer(*cep, buf, {.comm_id = dreq.local_comm_id, .our_qpn = dreq.remote_qpn_eecn})) return;
   switch (cep->state) {
     case CepState::rep_sent:
     case CepState::mra_rep_rcvd:  // the RTU was lost, but the peer is established and leaving
@@ -99,7 +101,7 @@ Status Protocol::send_drep(Id id, std::span<const std::uint8_t> private_data) no
 void Protocol::on_drep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Drep& drep) {
   const std::uint16_t port_index = buf.packet.addr.port_index;
   Cep* cep = find_local(port_index, drep.remote_comm_id);
-  if (cep == nullptr) return;
+  if (cep == nullptr || !from_peer(*cep, buf, {.comm_id = drep.local_comm_id})) return;
   switch (cep->state) {
     case CepState::dreq_sent:
     case CepState::dreq_rcvd: break;  // collision: their DREP to our DREQ crossed their DREQ

@@ -62,11 +62,11 @@ Status Protocol::send_lap(Id id, const LapParams& p) noexcept {
 void Protocol::on_lap(MadBuf& buf, const mad::MadHeader& hdr, const mad::Lap& lap) {
   const std::uint16_t port_index = buf.packet.addr.port_index;
   Cep* cep = find_local(port_index, lap.remote_comm_id);
-  if (cep == nullptr) return;
   // Like a DREQ, a LAP names our QP: one naming another QP is not about this connection.
-  if (cep->state != CepState::established || lap.remote_qpn_eecn != cep->local_qpn) {
-    return drop(port_index, DropReason::out_of_state);
+  if (cep == nullptr || !from_peer(*cep, buf, {.comm_id = lap.local_comm_id, .our_qpn = lap.remote_qpn_eecn})) {
+    return;
   }
+  if (cep->state != CepState::established) return drop(port_index, DropReason::out_of_state);
   switch (cep->lap_state) {
     case LapState::idle:
       // The LAP we last received, answered already (an APR is what leaves lap_rcvd for idle
@@ -135,7 +135,7 @@ Status Protocol::send_apr(Id id, const AprParams& p) noexcept {
 void Protocol::on_apr(MadBuf& buf, const mad::MadHeader& hdr, const mad::Apr& apr) {
   const std::uint16_t port_index = buf.packet.addr.port_index;
   Cep* cep = find_local(port_index, apr.remote_comm_id);
-  if (cep == nullptr) return;
+  if (cep == nullptr || !from_peer(*cep, buf, {.comm_id = apr.local_comm_id})) return;
   const bool awaited = cep->state == CepState::established &&
                        (cep->lap_state == LapState::lap_sent || cep->lap_state == LapState::mra_lap_rcvd);
   if (!awaited) {

@@ -48,7 +48,7 @@ void Protocol::on_auto_mra_timeout(Cep& cep) noexcept {
 void Protocol::on_mra(MadBuf& buf, const mad::MadHeader& hdr, const mad::Mra& mra) {
   const std::uint16_t port_index = buf.packet.addr.port_index;
   Cep* cep = find_local(port_index, mra.remote_comm_id);
-  if (cep == nullptr) return;
+  if (cep == nullptr || !from_peer(*cep, buf, {.comm_id = mra.local_comm_id})) return;
   switch (mra.message_mraed) {
     case mad::MessageKind::req:
     case mad::MessageKind::rep: {

@@ -335,6 +335,50 @@ Cep* Protocol::find_local(std::uint16_t port_index, std::uint32_t our_comm_id) n
   return cep;
 }
 
+bool Protocol::from_peer(const Cep& cep, const MadBuf& buf, const PeerClaim& claim) noexcept {
+  const std::optional<DropReason> why = peer_mismatch(cep, buf.packet.addr, claim);
+  if (why) drop(buf.packet.addr.port_index, *why);
+  return !why;
+}
+
+std::optional<DropReason> Protocol::peer_mismatch(const Cep& cep, const MadAddress& from,
+                                                  const PeerClaim& claim) const noexcept {
+  if (cep.state == CepState::idle || cep.state == CepState::sidr_req_sent || cep.state == CepState::sidr_req_rcvd) {
+    return std::nullopt;
+  }
+  if (from.port_index != cep.port_index) return DropReason::wrong_port;
+  // The fabric stamps the source LID, GID and P_Key: a node elsewhere cannot pass for the peer
+  // without seeing the connection's traffic. The peer sends from its end of the primary path (the
+  // common case, checked first: the line after the IDs), of the alternate one after a migration,
+  // or from where its REQ came (cep.peer on the passive side, when a router rewrote the source).
+  const auto along = [&from](Lid lid, const Gid& gid) {
+    return from.remote_lid == lid && (!from.grh.present || from.grh.remote_gid == gid);
+  };
+  const bool address = along(cep.primary.remote_lid, cep.primary.remote_gid) ||
+                       (cep.has_alternate && along(cep.alternate.remote_lid, cep.alternate.remote_gid)) ||
+                       along(cep.peer.remote_lid, cep.peer.grh.remote_gid);
+  if (!address) return DropReason::wrong_source;
+  // Next to the endpoint's sent and received MADs, which the handlers touch anyway.
+  if (from.pkey_index != cep.peer.pkey_index) {
+    // Another table entry may hold the same partition with the other membership bit.
+    const auto keys = port(cep.port_index).pkeys();
+    if (from.pkey_index >= keys.size() || (keys[from.pkey_index] & 0x7FFF) != (cep.primary.pkey & 0x7FFF)) {
+      return DropReason::wrong_source;
+    }
+  }
+  if (claim.our_qpn != PeerClaim::kNotCarried && claim.our_qpn != cep.local_qpn) return DropReason::wrong_qpn;
+  // Before the REP an active side knows only where its REQ went: a REJ of it may come from a CM
+  // that made no endpoint (Local Communication ID 0) or from the passive endpoint, an MRA or a
+  // first REP from the passive endpoint, whose ID it learns from the REP.
+  if (!cep.peer_known) return std::nullopt;
+  if (claim.comm_id != cep.remote_comm_id) return DropReason::wrong_comm_id;
+  if (claim.their_qpn != PeerClaim::kNotCarried && claim.their_qpn != cep.remote_qpn) return DropReason::wrong_qpn;
+  if (claim.their_qpn != PeerClaim::kNotCarried && claim.their_ca_guid != cep.remote_ca_guid) {
+    return DropReason::wrong_comm_id;  // a comm ID names a connection only with its CA's GUID
+  }
+  return std::nullopt;
+}
+
 Cep* Protocol::find_user(Id id) noexcept {
   Cep* cep = table_.find(id);
   return cep != nullptr && table_.attached(*cep) ? cep : nullptr;

@@ -2,9 +2,10 @@
 // received message (IBTA Vol. 1 chapter 12). No threads: whoever owns the Protocol calls it from
 // one thread — its shard's worker, or the caller driving Engine::progress().
 //
-// Every handler has the same shape: look the endpoint up, check its state (answering duplicates
-// and dropping what the state ignores, counted by reason), make the transition, cancel or re-arm
-// the timer, send, and emit the event last — the event's callback may call back into the Protocol
+// Every handler has the same shape: look the endpoint up, check that the message is from its peer
+// (from_peer: the connection's whole identity), check its state (answering duplicates and dropping
+// what the state ignores, counted by reason), make the transition, cancel or re-arm the timer,
+// send, and emit the event last — the event's callback may call back into the Protocol
 // (send_rep from a REQ callback, destroy from anywhere), so nothing touches the endpoint after it.
 //
 // The handlers live in files by protocol concern: connect_handlers.cpp (REQ, MRA, REJ, REP, RTU),
@@ -225,6 +226,28 @@ class Protocol {
   Cep* rejected_endpoint(const mad::Rej& rej) noexcept;
   // The live endpoint that a received message's "remote comm ID" names, counting unknown IDs.
   Cep* find_local(std::uint16_t port_index, std::uint32_t our_comm_id) noexcept;
+
+  // What a received message says of the connection it belongs to, besides our comm ID.
+  struct PeerClaim {
+    static constexpr Qpn kNotCarried = ~Qpn{0};
+    std::uint32_t comm_id = 0;       // the sender's: the message's Local Communication ID
+    Qpn our_qpn = kNotCarried;       // DREQ, LAP: the QP of ours the message is about
+    Qpn their_qpn = kNotCarried;     // REP: the sender's QP...
+    Guid their_ca_guid = 0;          // ...and CA
+  };
+  // Whether `buf`, which names `cep` by our comm ID, comes from the endpoint's peer; counts the
+  // reason when not (and then the message must change nothing). One place for every handler.
+  bool from_peer(const Cep& cep, const MadBuf& buf, const PeerClaim& claim) noexcept;
+  // Why a message received at `from` and claiming `claim` is not from `cep`'s peer, or nullopt when
+  // it is: it must arrive on the connection's port, from the LID (and GID, when it carries a GRH)
+  // of the peer's end of the primary or alternate path under the connection's P_Key, name our QP
+  // where it names one, and, once the endpoint knows them (Cep::peer_known), carry the peer's comm
+  // ID and QP. Endpoints in no connection (idle, SIDR) have no peer: their state check drops.
+  // Compares fields of the endpoint only (no lookup): in the common case its first two cache lines
+  // (IDs and state, which every handler reads; port and primary path) and the P_Key index beside
+  // its kept MADs' pointers, which accepting handlers touch anyway.
+  [[nodiscard]] std::optional<DropReason> peer_mismatch(const Cep& cep, const MadAddress& from,
+                                                        const PeerClaim& claim) const noexcept;
   Cep* find_user(Id id) noexcept;  // live and still attached to the application
   const Cep* find_user(Id id) const noexcept;
 

@@ -22,8 +22,12 @@ enum class DropReason : std::uint8_t {
   no_resources,         // endpoint table or MAD pool exhausted
   backlog_full,         // listen backlog full under the drop policy
   queue_full,           // an EventQueue was full
-  wrong_port,           // the MAD arrived on a port the endpoint is not bound to
+  wrong_port,           // the MAD arrived on a port the endpoint's connection does not run on
   inbox_full,           // the owning shard's inbox was full (overload: the peer retries)
+  // Names a live endpoint by our comm ID but is not from its peer (a spoof, or a peer's confusion):
+  wrong_comm_id,        // the sender's comm ID (or, in a REP, its CA GUID) is not the connection's
+  wrong_qpn,            // the QPN it names (ours in a DREQ or LAP, the sender's in a REP) is not
+  wrong_source,         // sent from an address (LID, GID, P_Key) of neither of the connection's paths
   count_
 };
 
@@ -38,6 +42,9 @@ enum class DropReason : std::uint8_t {
     case DropReason::queue_full: return "queue_full";
     case DropReason::wrong_port: return "wrong_port";
     case DropReason::inbox_full: return "inbox_full";
+    case DropReason::wrong_comm_id: return "wrong_comm_id";
+    case DropReason::wrong_qpn: return "wrong_qpn";
+    case DropReason::wrong_source: return "wrong_source";
     case DropReason::count_: break;
   }
   return "unknown";

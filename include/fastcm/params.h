@@ -71,7 +71,11 @@ struct ReqParams {
   std::uint8_t retry_count = 7;                   // 3 bits, transport retries
   std::uint8_t rnr_retry_count = 7;               // 3 bits
   std::uint8_t max_cm_retries = 15;               // 4 bits, REQ retransmissions before a timeout
-  bool flow_control = true;
+  // End-to-End Flow Control (IBTA Table 106): whether our CA really issues end-to-end credits
+  // (9.7.7.2) rather than always advertising "invalid credits". Off by default: the CM cannot know
+  // the CA, a QP on an SRQ never issues them, and it is what librdmacm sends unless told (the
+  // Linux kernel CM only passes the peer's value on, it sets up no QP by it).
+  bool flow_control = false;
   bool srq = false;
   std::uint32_t ece_vendor_id = 0;                // 24 bits
   std::span<const std::uint8_t> private_data;     // at most kMaxReqPrivateData
@@ -80,12 +84,16 @@ struct ReqParams {
 struct RepParams {
   Qpn qpn = 0;
   std::uint32_t starting_psn = 0;                 // the first PSN our receive queue expects
+  // Sent (and used by init_qp_attr) clamped to the REQ's offer (its initiator depth and responder
+  // resources, crosswise) and to the local CA's limits (CaLimits): 255 asks for as many as possible.
   std::uint8_t responder_resources = 0;
   std::uint8_t initiator_depth = 0;
-  std::uint8_t target_ack_delay = 0;              // exponent
+  // Exponent (4.096 µs · 2^n) the active side adds to its QP's ACK timeout; unset: the local CA's
+  // ACK delay (CaLimits::local_ca_ack_delay), as the Linux kernel CM always sends.
+  std::optional<std::uint8_t> target_ack_delay;
   std::uint8_t failover_accepted = 0;             // 0 accepted, 1 unsupported, 2 rejected
   std::uint8_t rnr_retry_count = 7;
-  bool flow_control = true;
+  bool flow_control = false;                      // as ReqParams::flow_control
   bool srq = false;
   std::uint32_t ece_vendor_id = 0;
   std::span<const std::uint8_t> private_data;     // at most kMaxRepPrivateData

@@ -206,13 +206,16 @@ TEST_F(QpAttrTest, RtrOnBothSidesCapsResponderResourcesToTheCa) {
   want.mask = kRtrMask;
   want.qp_state = QpState::rtr;
   want.path_mtu = 4;
-  want.max_dest_rd_atomic = 2;  // 8 asked, max_qp_rd_atom 2
   want.min_rnr_timer = 0;       // the longest RNR NAK timer, as the kernel CM sets it
 
+  // The server's REP offers initiator depth 1 (8 asked, clamped to its max_qp_init_rd_atom 1):
+  // the client serves no more than the server issues.
+  want.max_dest_rd_atomic = 1;
   want.ah_attr = local_av(server_lid());
   want.dest_qp_num = kServerQpn;
   expect_attr(attr(client(), client_id_, QpState::rtr), want, "client RTR");
 
+  want.max_dest_rd_atomic = 2;  // 8 asked, max_qp_rd_atom 2
   want.ah_attr = local_av(client_lid());
   want.dest_qp_num = kClientQpn;
   expect_attr(attr(server(), server_id_, QpState::rtr), want, "server RTR");
