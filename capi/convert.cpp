@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace fastcm::capi {
 namespace {
@@ -14,6 +15,18 @@ void copy_gid(const fastcm_gid& in, Gid& out) noexcept { std::memcpy(out.raw.dat
 template <class To, class From>
 void set(To& out, const From& in) noexcept {
   out = static_cast<To>(in);
+}
+
+// C++'s unset target ACK delay (the CA's own) is C's FASTCM_ACK_DELAY_FROM_CA.
+void copy_ack_delay(std::optional<std::uint8_t>& out, std::uint8_t in) noexcept {
+  if (in == FASTCM_ACK_DELAY_FROM_CA) {
+    out.reset();
+  } else {
+    out = in;
+  }
+}
+void copy_ack_delay(std::uint8_t& out, const std::optional<std::uint8_t>& in) noexcept {
+  out = in.value_or(FASTCM_ACK_DELAY_FROM_CA);
 }
 
 void convert(Path& out, const fastcm_path& in) noexcept;
@@ -99,7 +112,7 @@ void copy_rep(To& out, const From& in) noexcept {
   set(out.starting_psn, in.starting_psn);
   set(out.responder_resources, in.responder_resources);
   set(out.initiator_depth, in.initiator_depth);
-  set(out.target_ack_delay, in.target_ack_delay);
+  copy_ack_delay(out.target_ack_delay, in.target_ack_delay);
   set(out.failover_accepted, in.failover_accepted);
   set(out.rnr_retry_count, in.rnr_retry_count);
   set(out.flow_control, in.flow_control);

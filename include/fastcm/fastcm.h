@@ -571,12 +571,15 @@ typedef struct fastcm_req_params {
   size_t private_data_len;
 } fastcm_req_params;
 
+/* fastcm_rep_params.target_ack_delay: send the local CA's ACK delay (the C++ API's unset value). */
+#define FASTCM_ACK_DELAY_FROM_CA 0xFFu
+
 typedef struct fastcm_rep_params {
   uint32_t qpn;
   uint32_t starting_psn;
   uint8_t responder_resources;
   uint8_t initiator_depth;
-  uint8_t target_ack_delay;
+  uint8_t target_ack_delay;           /* exponent 0..31, or FASTCM_ACK_DELAY_FROM_CA (the default) */
   uint8_t failover_accepted;          /* 0 accepted, 1 unsupported, 2 rejected */
   uint8_t rnr_retry_count;
   bool flow_control;

@@ -132,7 +132,7 @@ class SpoofCell {
     if (after.target_state != before.target_state) moved.push_back("state:" + after.target_state);
     if (after.peer_state != before.peer_state) moved.push_back("peer state:" + after.peer_state);
     for (std::size_t i = before.target_events; i < after.target_events; ++i) {
-      moved.push_back("event:" + std::string(name(target_peer().events()[i].type)));
+      moved.push_back("event:" + std::string(to_string(target_peer().events()[i].type)));
     }
     if (after.peer_events != before.peer_events) moved.push_back("peer event");
     if (after.target_timer != before.target_timer) moved.push_back("timer");

@@ -85,8 +85,8 @@ template <typename M>
 
 // True when `msg`, received from `source`, names the connection `c` (its IDs as they were before
 // the message), whatever its state.
-[[nodiscard]] inline bool names(const ConnectionInfo& c, const mad::AnyMessage& msg, MadSource source,
-                                Matching matching) noexcept {
+[[nodiscard]] inline bool names(const ConnectionInfo& c, const mad::AnyMessage& msg,
+                                MadSource source, Matching matching) noexcept {
   const bool whole = matching == Matching::whole_identity;
   const auto theirs = [&](std::uint32_t id) {
     return !whole || c.remote_comm_id == 0 || id == c.remote_comm_id;
@@ -101,7 +101,7 @@ template <typename M>
           bool named = theirs(m.local_comm_id);
           if constexpr (std::is_same_v<M, mad::Rej>) {
             named = named || (m.local_comm_id == 0 &&
-                              detail::in(c.state, {"req_sent", "mra_req_rcvd"}));
+                              detail::in(to_string(c.state), {"req_sent", "mra_req_rcvd"}));
           }
           if constexpr (std::is_same_v<M, mad::Rep>) {
             named = named && (!whole || c.remote_qpn == 0 || m.local_qpn == c.remote_qpn);
@@ -121,7 +121,7 @@ template <typename M>
 [[nodiscard]] inline bool may_change_by_name(const ConnectionInfo& c, const mad::AnyMessage& msg,
                                              MadSource source, Matching matching) noexcept {
   const bool valid_in_state =
-      std::visit([&]<typename M>(const M&) { return detail::may_change<M>(c.state); }, msg);
+      std::visit([&]<typename M>(const M&) { return detail::may_change<M>(to_string(c.state)); }, msg);
   return valid_in_state && names(c, msg, source, matching);
 }
 

@@ -85,7 +85,9 @@ void write_field(MadBytes& bytes, const mad::FieldPlace& place, std::uint64_t va
 template <typename M>
 std::vector<mad::FieldPlace> field_places() {
   std::vector<mad::FieldPlace> places;
-  const auto add = [&places](const mad::FieldPlace& place, const auto&) { places.push_back(place); };
+  const auto add = [&places](const mad::FieldPlace& place, const auto&) {
+    places.push_back(place);
+  };
   const mad::MadHeader header;
   mad::visit_header_fields(header, add);
   const M msg{};
@@ -136,9 +138,10 @@ class Input {
   }
 
   std::size_t track(Side side, Id id) {
-    eps_.push_back(Endpoint{.side = side, .id = id});
-    Endpoint& ep = eps_.back();
-    if (rig_.engine(side).connection_info(id, ep.info) == Status::ok) ep.state = ep.info.state;
+    Endpoint& ep = eps_.emplace_back();
+    ep.side = side;
+    ep.id = id;
+    if (rig_.engine(side).connection_info(id, ep.info) == Status::ok) ep.state = to_string(ep.info.state);
     return eps_.size() - 1;
   }
 
@@ -178,7 +181,7 @@ class Input {
       if (ep.destroyed) continue;
       ConnectionInfo now;
       const std::string_view state =
-          rig_.engine(ep.side).connection_info(ep.id, now) == Status::ok ? now.state : "stale";
+          rig_.engine(ep.side).connection_info(ep.id, now) == Status::ok ? to_string(now.state) : std::string_view("stale");
       changed[i] = ep.got_event || state != ep.state;
       ep.got_event = false;
       ep.state = state;
@@ -253,15 +256,17 @@ class Input {
       look();
     };
     if (setup == Setup::sidr || setup == Setup::req) return;
-    if (setup == Setup::mra_req) return step(server.send_mra(s, MraParams{.service_timeout = 16}), "setup: MRA");
+    const MraParams mra{.service_timeout = 16, .private_data = {}};
+    if (setup == Setup::mra_req) return step(server.send_mra(s, mra), "setup: MRA");
     step(server.send_rep(s, rep_params()), "setup: REP");
     if (setup == Setup::rep) return;
-    if (setup == Setup::mra_rep) return step(client.send_mra(c, MraParams{.service_timeout = 16}), "setup: MRA");
+    if (setup == Setup::mra_rep) return step(client.send_mra(c, mra), "setup: MRA");
     step(client.send_rtu(c, {}), "setup: RTU");
     if (setup == Setup::established) return;
     if (setup == Setup::lap) {
       return step(client.send_lap(c, LapParams{.alternate = path_to_server(),
-                                               .remote_cm_response_timeout = 16}),
+                                               .remote_cm_response_timeout = 16,
+                                               .private_data = {}}),
                   "setup: LAP");
     }
     step(client.send_dreq(c, {}), "setup: DREQ");
@@ -297,14 +302,16 @@ class Input {
     const std::uint32_t theirs = c.remote_comm_id != 0 ? c.remote_comm_id
                                  : peer != nullptr     ? peer->local_comm_id
                                                        : 0x7E57'0001;
-    const Qpn their_qpn = c.remote_qpn != 0 ? c.remote_qpn : peer != nullptr ? peer->local_qpn : 0x7E57;
+    const Qpn their_qpn = c.remote_qpn != 0 ? c.remote_qpn
+                          : peer != nullptr ? peer->local_qpn
+                                            : 0x7E57;
     const Lid from = rig_.port(other(t.side)).lid;
     const Lid to = rig_.port(t.side).lid;
     const Guid their_guid = rig_.port(other(t.side)).node_guid;
-    const mad::MessageKind kind = c.state == "req_sent" || c.state == "mra_req_rcvd"
+    const mad::MessageKind kind = c.state == CepState::req_sent || c.state == CepState::mra_req_rcvd
                                       ? mad::MessageKind::req
-                                  : c.state == "rep_sent" || c.state == "mra_rep_rcvd" ||
-                                          c.state == "rep_rcvd"
+                                  : c.state == CepState::rep_sent || c.state == CepState::mra_rep_rcvd ||
+                                          c.state == CepState::rep_rcvd
                                       ? mad::MessageKind::rep
                                       : mad::MessageKind::lap_or_none;
     MadBytes bytes{};
@@ -521,7 +528,8 @@ class Input {
       const std::optional<std::size_t> p = eps_[i].peer;
       const bool cause = may[i] || first[i] || (p && *p < may.size() && (may[*p] || first[*p]));
       check(!then[i] || cause,
-            "an endpoint changed on the answer to a MAD that changed nothing it is connected to", i);
+            "an endpoint changed on the answer to a MAD that changed nothing it is connected to",
+            i);
     }
   }
 
@@ -549,7 +557,9 @@ class Input {
       case ApiCall::send_rtu: (void)engine.send_rtu(id, {}); break;
       case ApiCall::send_rej: (void)engine.send_rej(id, RejParams{}); break;
       case ApiCall::send_mra:
-        (void)engine.send_mra(id, MraParams{.service_timeout = static_cast<std::uint8_t>(argument % 32)});
+        (void)engine.send_mra(
+            id, MraParams{.service_timeout = static_cast<std::uint8_t>(argument % 32),
+                          .private_data = {}});
         break;
       case ApiCall::send_dreq: (void)engine.send_dreq(id, {}); break;
       case ApiCall::send_drep: (void)engine.send_drep(id, {}); break;
@@ -561,14 +571,20 @@ class Input {
         break;
       case ApiCall::send_lap:
         (void)engine.send_lap(id, LapParams{.alternate = ep.info.primary,
-                                            .remote_cm_response_timeout = 16});
+                                            .remote_cm_response_timeout = 16,
+                                            .private_data = {}});
         break;
       case ApiCall::send_apr:
-        (void)engine.send_apr(id, AprParams{.status = static_cast<std::uint8_t>(argument % 3)});
+        (void)engine.send_apr(id, AprParams{.status = static_cast<std::uint8_t>(argument % 3),
+                                            .info = {},
+                                            .private_data = {}});
         break;
       case ApiCall::send_sidr_rep:
-        (void)engine.send_sidr_rep(id, SidrRepParams{.status = static_cast<std::uint8_t>(argument % 3),
-                                                     .qpn = next_qpn_++});
+        (void)engine.send_sidr_rep(
+            id, SidrRepParams{.status = static_cast<std::uint8_t>(argument % 3),
+                              .qpn = next_qpn_++,
+                              .info = {},
+                              .private_data = {}});
         break;
       case ApiCall::reconnect:
         if ((argument & 1) != 0 ? engine.send_sidr_req(id, sidr_req_params()) == Status::ok
@@ -578,9 +594,10 @@ class Input {
         break;
       case ApiCall::connect: {
         Id c;
-        if (rig_.engine(Side::client).create_id(rig_.delivery(Side::client), nullptr, c) == Status::ok) {
+        Engine& client = rig_.engine(Side::client);
+        if (client.create_id(rig_.delivery(Side::client), nullptr, c) == Status::ok) {
           track(Side::client, c);
-          (void)rig_.engine(Side::client).send_req(c, req_params());
+          (void)client.send_req(c, req_params());
         }
         break;
       }
@@ -606,7 +623,7 @@ class Input {
     }
   }
 
-  // ---- the end of the input ----------------------------------------------------------------------
+  // ---- the end of the input -------------------------------------------------------------------
 
   void finish() {
     for (Endpoint& ep : eps_) {
@@ -618,7 +635,8 @@ class Input {
     if (!listen_.empty()) (void)rig_.engine(Side::server).destroy(listen_);
     int steps = 0;
     for (std::optional<std::uint64_t> next = rig_.next_event(); next; next = rig_.next_event()) {
-      require(++steps < kMaxDrainSteps, "the engines run out of timers once everything is destroyed");
+      require(++steps < kMaxDrainSteps,
+              "the engines run out of timers once everything is destroyed");
       rig_.clock().set(std::max(*next, rig_.clock().now_ns() + 1));
       rig_.settle();
     }

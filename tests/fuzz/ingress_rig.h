@@ -1,14 +1,11 @@
 // The world one engine-ingress fuzz input runs in: a server engine (HCA 0) and a client engine
 // (HCA 1) on a loopback fabric with a third HCA (2) for MADs from elsewhere, caller-threaded
-// over a virtual clock, with every event recorded. The engines and the clock are made fresh per
-// input, so each input starts from the same state (an engine cannot be reset, and a reused one
-// would carry its comm ID generations and timer positions into the next input). The fabric is
-// shared by the inputs of a process: building one costs more than the rest of an input (its LID
-// route table), and one with no fault rules and empty queues (the end of every input checks
-// total_pending() == 0) behaves as a new one; it reads the current input's clock.
+// over a virtual clock, with every event recorded. Everything is made fresh per input, so each
+// input starts from the same state: an engine cannot be reset, and a reused one would carry its
+// comm ID generations and timer positions into the next input; a reused fabric would hold its
+// ports' delivery order against a clock that starts again at 0.
 //
-// Thread contract: one thread (the fuzz driver) uses a Rig, and one Rig exists at a time;
-// nothing in it is thread-safe.
+// Thread contract: one thread (the fuzz driver) uses a Rig; nothing in it is thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -72,28 +69,30 @@ class Rig {
                                         .max_listens = 4,
                                         .mad_buffers = 256};
 
-  Rig() : shared_(shared()), config_(shared_.config), fabric_(shared_.fabric) {
-    shared_.clock.current = &clock_;
+  Rig() : config_(fabric_config()), fabric_(config_, clock_) {
     for (const Side s : {Side::server, Side::client}) {
       engines_[index(s)] = Engine::create(fabric_.hca(hca(s)), clock_, kConfig);
       require(engines_[index(s)] != nullptr, "Engine::create accepts the rig's configuration");
-      delivery_[index(s)] = Delivery{.handler = &Rig::on_event, .handler_context = &hooks_[index(s)]};
+      delivery_[index(s)] = Delivery{
+          .handler = &Rig::on_event, .handler_context = &hooks_[index(s)], .queue = nullptr};
       hooks_[index(s)] = Hook{this, s};
     }
   }
 
   Rig(const Rig&) = delete;
   Rig& operator=(const Rig&) = delete;
-  // The engines go first (members in reverse order); the fabric then reads no clock until the
-  // next Rig sets its own.
-  ~Rig() = default;
+  ~Rig() = default;  // the engines first (members in reverse order), then what they borrow
 
   [[nodiscard]] Engine& engine(Side s) { return *engines_[index(s)]; }
   [[nodiscard]] const Delivery& delivery(Side s) const { return delivery_[index(s)]; }
   [[nodiscard]] VirtualClock& clock() { return clock_; }
   [[nodiscard]] loopback::LoopbackFabric& fabric() { return fabric_; }
-  [[nodiscard]] static std::uint16_t hca(Side s) { return s == Side::server ? kServerHca : kClientHca; }
-  [[nodiscard]] const PortAttr& port_of_hca(std::uint16_t h) const { return config_.hcas[h].ports[0]; }
+  [[nodiscard]] static std::uint16_t hca(Side s) {
+    return s == Side::server ? kServerHca : kClientHca;
+  }
+  [[nodiscard]] const PortAttr& port_of_hca(std::uint16_t h) const {
+    return config_.hcas[h].ports[0];
+  }
   [[nodiscard]] const PortAttr& port(Side s) const { return port_of_hca(hca(s)); }
 
   // Every event so far, in order. on_event checks that none names a destroyed Id.
@@ -150,26 +149,10 @@ class Rig {
     Side side = Side::server;
   };
 
-  // The clock of whichever input runs now.
-  struct CurrentClock final : Clock {
-    const Clock* current = nullptr;
-    [[nodiscard]] std::uint64_t now_ns() const noexcept override { return current->now_ns(); }
-  };
-
-  struct SharedFabric {
-    static loopback::LoopbackConfig make_config() {
-      loopback::LoopbackConfig c = loopback::LoopbackConfig::make(3, 1);
-      c.rx_queue_depth = 64;
-      return c;
-    }
-    CurrentClock clock;
-    loopback::LoopbackConfig config = make_config();
-    loopback::LoopbackFabric fabric{config, clock};
-  };
-
-  static SharedFabric& shared() {
-    static SharedFabric fabric;
-    return fabric;
+  static loopback::LoopbackConfig fabric_config() {
+    loopback::LoopbackConfig c = loopback::LoopbackConfig::make(3, 1);
+    c.rx_queue_depth = 64;
+    return c;
   }
   static std::size_t index(Side s) { return s == Side::server ? 0 : 1; }
 
@@ -183,6 +166,7 @@ class Rig {
   void drain_tool() {
     MadPacket pkt;
     MadPacket* bufs[] = {&pkt};
+    (void)fabric_.next_delivery_ns(loopback::PortRef{kToolHca, 0});  // releases what is queued
     while (fabric_.hca(kToolHca).recv_burst(0, bufs) != 0) {
     }
   }
@@ -197,9 +181,8 @@ class Rig {
   }
 
   VirtualClock clock_;
-  SharedFabric& shared_;
-  const loopback::LoopbackConfig& config_;
-  loopback::LoopbackFabric& fabric_;
+  loopback::LoopbackConfig config_;
+  loopback::LoopbackFabric fabric_;
   std::unique_ptr<Engine> engines_[2];
   Delivery delivery_[2];
   Hook hooks_[2];

@@ -60,20 +60,20 @@ int main(int argc, char** argv) {
                  ec.message().c_str());
     return 1;
   }
-  const std::uint8_t next_timer[] = {code(StepKind::clock), 0};
+  constexpr std::uint8_t kClock = code(StepKind::clock);  // then exponent 0: to the next timer
   // Setup tracks the client endpoint first, then the server's.
   for (std::uint8_t setup = 0; setup < code(Setup::count_); ++setup) {
     for (std::uint8_t endpoint = 0; endpoint < 2; ++endpoint) {
       const std::string stem = "setup" + std::to_string(setup) + "-ep" + std::to_string(endpoint);
       for (std::uint8_t message = 0; message < code(Message::count_); ++message) {
-        std::vector<std::uint8_t> script = {0, setup, code(StepKind::inject_from_peer), endpoint,
-                                            message, code(Mutation::none)};
-        script.insert(script.end(), std::begin(next_timer), std::end(next_timer));
+        const std::vector<std::uint8_t> script = {
+            0, setup, code(StepKind::inject_from_peer), endpoint, message, code(Mutation::none),
+            kClock, 0};
         if (!write_seed(dir / (stem + "-msg" + std::to_string(message)), script)) return 1;
       }
       for (std::uint8_t call = 0; call < code(ApiCall::count_); ++call) {
-        std::vector<std::uint8_t> script = {0, setup, code(StepKind::api), endpoint, call, 0};
-        script.insert(script.end(), std::begin(next_timer), std::end(next_timer));
+        const std::vector<std::uint8_t> script = {0, setup, code(StepKind::api), endpoint, call,
+                                                  0, kClock, 0};
         if (!write_seed(dir / (stem + "-api" + std::to_string(call)), script)) return 1;
       }
     }
