@@ -215,7 +215,7 @@ int main(void) {
 
   fastcm_req_params req;
   fastcm_req_params_init(&req);
-  CHECK(req.max_cm_retries == 15 && req.flow_control && req.primary.pkey == 0xFFFF);
+  CHECK(req.max_cm_retries == 15 && !req.flow_control && req.primary.pkey == 0xFFFF);
   req.service_id = kService;
   fastcm_loopback_path_record(&client_port, &server_port, 14, &req.primary);
   CHECK(req.primary.local_lid == 17 && req.primary.remote_lid == 1);
