@@ -2,7 +2,7 @@
 // keyed permutation (cid_permutation.h).
 //
 // The shard bits let the receive path route any MAD that carries our ID to the owning shard
-// without a lookup (DESIGN.md "Identity and routing"): decoding inverts the permutation and reads
+// without a lookup before the owning shard: decoding inverts the permutation and reads
 // the fields. The short generation lets the owning shard tell a reused slot from the one a stale
 // MAD names. The permutation, keyed per engine, makes every ID unpredictable from the others a
 // peer has seen (neighbouring slots, or the same slot's previous generation), and IDs of a

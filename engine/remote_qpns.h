@@ -2,7 +2,7 @@
 // IBTA 12.9.8.3.2 (a REQ or REP from a remote QP we still consider connected means the peer lost
 // that connection).
 //
-// The passive side's REQs from one remote QP all land on one shard (DESIGN.md routing), but an
+// The passive side's REQs from one remote QP all land on one shard (REQs route by remote CA GUID and QPN), but an
 // active side's REP arrives on the shard of the endpoint that sent the REQ, and the connection it
 // collides with may live on any shard. Entries are written at most once per connection (when it
 // is accepted or its REP arrives) and erased when the endpoint is freed: never per MAD.

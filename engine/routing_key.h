@@ -1,5 +1,5 @@
 // What the shard router needs to know about a received MAD, read straight from the wire without
-// decoding the message (DESIGN.md "Identity and routing"): the local communication ID it names,
+// decoding the message: the local communication ID it names,
 // or the remote key of a request that names none of ours.
 //
 // The concurrency layer turns a key into a shard and never looks at message layouts itself. The

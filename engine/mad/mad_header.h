@@ -40,8 +40,9 @@ enum class MadStatus : std::uint16_t {
   invalid_attr_value = 0x001C,
 };
 
-// Transaction IDs: the MAD layer of the sender may own the upper 32 bits and rewrite them in
-// flight (PLATFORM.md §9), so a CM matches responses on the low 32 bits only.
+// Transaction IDs: the sender's MAD layer may own the upper 32 bits and rewrite them in flight
+// (the kernel's MAD layer keeps its agent there; ibsim rewrites bits 32-63), so a CM matches
+// responses on the low 32 bits only.
 [[nodiscard]] constexpr std::uint32_t tid_cm_part(std::uint64_t tid) noexcept {
   return static_cast<std::uint32_t>(tid);
 }

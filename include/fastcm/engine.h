@@ -1,6 +1,6 @@
 // fastcm::Engine: the Communication Manager over one Fabric (the ports of one HCA, or several).
 //
-// The engine runs EngineConfig::shards protocol shards (DESIGN.md): each owns the endpoints whose
+// The engine runs EngineConfig::shards protocol shards: each owns the endpoints whose
 // IDs carry its shard bits, its timers and its indexes; received MADs are routed to their shard by
 // one poller per port. Two ways to run them (EngineConfig::threading):
 //
@@ -59,7 +59,7 @@ struct ListenParams {
 
 enum class Threading : std::uint8_t { workers, caller };
 
-// Who initializes DPDK's EAL (DESIGN.md "DPDK"): the engine (once per process, without hugepages,
+// Who initializes DPDK's EAL: the engine (once per process, without hugepages,
 // shared config, PCI or telemetry; later engines reuse it) or the embedding application, which
 // must have called rte_eal_init before Engine::create. EAL offers no reliable "already
 // initialized" query, so the application says which.

@@ -1,8 +1,9 @@
-// Untrusted input (DESIGN.md "Bad input and overload"): a tool speaking raw MADs from the QP1 of
-// the endpoint's peer (the address the endpoint accepts its peer's messages from; spoof_test.cpp
-// covers every other source) sends, to an endpoint in each CM state, (a) malformed MADs and (b)
-// every CM message carrying that endpoint's IDs. A message the state ignores must change nothing but one
-// counter: neither endpoint's state, no event, nothing sent but the answer the spec asks for.
+// Untrusted input (dropped or answered as the spec says, and counted): a tool speaking raw MADs
+// from the QP1 of the endpoint's peer (the address the endpoint accepts its peer's messages from;
+// spoof_test.cpp covers every other source) sends, to an endpoint in each CM state, (a) malformed
+// MADs and (b) every CM message carrying that endpoint's IDs. A message the state ignores must
+// change nothing but one counter: neither endpoint's state, no event, nothing sent but the answer
+// the spec asks for.
 //
 // Both suites are tables run cell by cell, each cell on a fresh cluster; the whole table of what
 // was observed is printed when a cell differs from what is expected, and is always recorded as the

@@ -89,30 +89,6 @@ bool parse(int argc, char** argv, Options& o) {
   return (o.role == "server" || o.role == "client") && !o.scenario.empty();
 }
 
-const char* name(EventType t) {
-  switch (t) {
-    case EventType::req_received: return "req_received";
-    case EventType::req_error: return "req_error";
-    case EventType::rep_received: return "rep_received";
-    case EventType::rep_error: return "rep_error";
-    case EventType::rtu_received: return "rtu_received";
-    case EventType::user_established: return "user_established";
-    case EventType::rej_received: return "rej_received";
-    case EventType::mra_received: return "mra_received";
-    case EventType::dreq_received: return "dreq_received";
-    case EventType::dreq_error: return "dreq_error";
-    case EventType::drep_received: return "drep_received";
-    case EventType::timewait_exit: return "timewait_exit";
-    case EventType::lap_received: return "lap_received";
-    case EventType::lap_error: return "lap_error";
-    case EventType::apr_received: return "apr_received";
-    case EventType::sidr_req_received: return "sidr_req_received";
-    case EventType::sidr_req_error: return "sidr_req_error";
-    case EventType::sidr_rep_received: return "sidr_rep_received";
-  }
-  return "unknown";
-}
-
 // umad2sim dereferences a null agent when a MAD of a class nobody registered arrives, and a
 // process with IsSM set (which ibsim requires to deliver CM MADs to QP1) may get SMInfo (0x81)
 // and traps (0x01): agents for those classes on a second fd of the port take them and ignore them.
@@ -341,7 +317,7 @@ class Peer {
     std::array<Event, 16> events;
     const std::size_t n = engine_->poll(*queue_, events);
     for (std::size_t i = 0; i < n; ++i) {
-      std::printf("event %s\n", name(events[i].type));
+      std::printf("event %s\n", to_string(events[i].type).data());
       (this->*handler)(events[i]);
       engine_->release(events[i]);
     }
@@ -451,7 +427,7 @@ class Peer {
       case EventType::sidr_req_error:
       case EventType::rep_error:
       case EventType::dreq_error:
-      case EventType::lap_error: outcome_ = std::string("unexpected ") + name(e.type); break;
+      case EventType::lap_error: outcome_ = "unexpected " + std::string(to_string(e.type)); break;
       default: break;
     }
   }

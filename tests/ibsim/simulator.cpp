@@ -106,12 +106,12 @@ bool Simulator::start(std::string& error) {
             "and configure again";
     return false;
   }
-  char tmpl[] = "/tmp/fastcm-ibsim-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) {
-    error = "cannot create a scratch directory under /tmp";
+  std::string pattern = (std::filesystem::temp_directory_path() / "fastcm-ibsim-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    error = "cannot create the scratch directory " + pattern;
     return false;
   }
-  dir_ = tmpl;
+  dir_ = pattern;
   sockname_ = "fastcm-" + std::filesystem::path(dir_).filename().string();
   std::ofstream(dir_ + "/net") << net_file();
 
