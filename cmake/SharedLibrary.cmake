@@ -5,6 +5,9 @@
 # local, so the SONAME promise covers only what the headers declare). DPDK and the other libraries
 # are linked as shared libraries and privately: an application with its own EAL shares the
 # libdpdk its pkg-config finds.
+# GNUInstallDirs before the INSTALL_INTERFACE include directory below: on a first configure
+# CMAKE_INSTALL_INCLUDEDIR is otherwise still empty and the exported target names no headers.
+include(GNUInstallDirs)
 set(FASTCM_ARCHIVES fastcm fastcm_engine fastcm_mad fastcm_shards fastcm_mempool fastcm_dpdk_runtime
   fastcm_loopback fastcm_capi)
 # Position-independent for the shared library. -fno-semantic-interposition keeps the optimizer's
