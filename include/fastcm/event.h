@@ -157,8 +157,7 @@ struct Event {
   EventParams params;
 };
 
-// Callback delivery: runs on the thread that owns the endpoint (DESIGN.md "Events"). API calls
-// made inside it execute inline and return their status synchronously.
+// Callback delivery: runs on the thread that owns the endpoint. API calls made inside it execute inline and return their status synchronously.
 using EventHandler = void (*)(const Event& event, void* handler_context);
 
 }  // namespace fastcm

@@ -1,4 +1,4 @@
-// A full listen backlog (ListenParams::backlog, DESIGN.md "Bad input and overload"): a REQ beyond
+// A full listen backlog (ListenParams::backlog, engine.h): a REQ beyond
 // it is dropped for the peer to retry, rejected with REJ "no resources" (IBTA Table 109, reason 3),
 // or MRA'd without state so the peer retries after the service time, as the listen's policy says.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Destroy in every state (DESIGN.md "Destroy without blocking"; IBTA Vol. 1 12.9.8.7): what goes
+// Destroy in every state (Engine::destroy in engine.h; IBTA Vol. 1 12.9.8.7): what goes
 // on the wire, what the other side hears, that on_destroyed runs exactly once and no event for
 // the Id follows, and that every endpoint slot and pooled MAD comes back.
 #include <algorithm>

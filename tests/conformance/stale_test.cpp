@@ -1,5 +1,5 @@
-// Stale connections and stale communication IDs (IBTA Vol. 1 12.9.8.3, 12.9.8.7; DESIGN.md
-// "Identity and routing"): a remote QP that connects twice, time-wait before a local ID is reused,
+// Stale connections and stale communication IDs (IBTA Vol. 1 12.9.8.3, 12.9.8.7; routing
+// by comm ID, engine.h): a remote QP that connects twice, time-wait before a local ID is reused,
 // and messages that name an ID whose slot has moved on to a new endpoint.
 #include "tests/conformance/scenario.h"
 

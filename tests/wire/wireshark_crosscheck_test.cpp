@@ -100,7 +100,7 @@ std::vector<FrameCase> make_cases() {
 }
 
 // Ethernet / IPv6 / UDP 4791 / BTH / DETH / MAD / ICRC: the framing tshark decodes fully
-// (PLATFORM.md §10; over IPv4 it shows only 4 bytes of the REQ's primary GIDs).
+// (tshark 4.0 over IPv4 shows only 4 bytes of the REQ's primary GIDs).
 // Errors: throws PcapError or std::runtime_error.
 void write_pcap(const std::vector<FrameCase>& cases, const std::filesystem::path& path) {
   const roce::RoceEndpoint src{{0x02, 0, 0, 0, 0, 1},
