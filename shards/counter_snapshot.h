@@ -1,5 +1,5 @@
 // A seqlock over one shard's per-port counters: the shard publishes a copy after every batch, any
-// thread reads a consistent copy without stopping it (DESIGN.md: counters readable from any thread).
+// thread reads a consistent copy without stopping it (engine.h: counters are readable from any thread).
 //
 // The shard keeps counting in plain memory on its hot path; only the publish (once per batch, a
 // few hundred bytes per port) touches shared memory. Words are copied through atomic_refs, stored

@@ -6,7 +6,7 @@
 // initialised EAL already; the runtime only checks that and never calls rte_eal_init.
 //
 // EAL can be initialised once per process, and a failed initialisation cannot be retried
-// (PLATFORM.md section 1): start_owned() makes one attempt per process and reports every later call
+// (DPDK 22.11 keeps its once-only flag set after a failure): start_owned() makes one attempt per process and reports every later call
 // as an error. Nothing here throws; errors come back as a DpdkStatus.
 #pragma once
 

@@ -1,5 +1,5 @@
 // rte_rcu_qsbr_dq_* are experimental in DPDK 22.11: without this they are deprecated-declared, an
-// error under -Werror (PLATFORM.md section 1). Only this file uses them.
+// error under -Werror. Only this file uses them.
 #define ALLOW_EXPERIMENTAL_API 1
 // GCC's TSan build warns (-Wtsan, an error here) that the seq_cst fence inside DPDK's inline
 // rte_rcu_qsbr_thread_online() is not modelled. TSan needs no fence here: what orders a reader's

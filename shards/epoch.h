@@ -1,5 +1,5 @@
 // Epoch reclamation for data the shards read without locks: an rte_rcu_qsbr variable (Epoch) and
-// a queue of deferred frees on it (DeferQueue), as DESIGN.md "Concurrency contract" requires.
+// a queue of deferred frees on it (DeferQueue), so destroy never blocks on a callback in flight.
 //
 // Model (quiescent-state-based reclamation, as in DPDK's rte_rcu_qsbr.h and Linux's QSBR RCU):
 // each reader (a shard, numbered 0..readers-1) is either online or offline. While online it may

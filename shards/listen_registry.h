@@ -1,6 +1,6 @@
 // The listen table of the sharded engine: every shard reads it without a lock, control-path
 // writers publish immutable snapshots and retire the old ones through epoch reclamation
-// (DESIGN.md "Concurrency contract").
+// (epoch.h).
 //
 // Semantics (those of the single-threaded listen table it replaced): fixed capacity; add() refuses a
 // listen with the same port, mask and masked service ID as a live one (service_in_use); a listen's
@@ -120,8 +120,8 @@ class ListenRegistry final : public engine::Listens {
   // Id's generation checks both "live" and "same listen". Writers change the generation under
   // mutex_; readers compare-and-swap the count.
   std::unique_ptr<std::atomic<std::uint64_t>[]> backlog_;
-  // The registry's lock: serializes add/remove/reclaim (the control path, DESIGN.md allows a lock
-  // there). Readers never take it.
+  // The registry's lock: serializes add/remove/reclaim (the control path, where a lock costs no
+  // MAD). Readers never take it.
   std::mutex mutex_;
   // The current snapshot. Release store in publish() under mutex_; its partner is the acquire load
   // in match(), which makes the snapshot's contents visible to the shard.

@@ -44,10 +44,10 @@ MpscEventQueue::MpscEventQueue(std::uint32_t capacity) : capacity_(capacity) {
   }
   ring_memory_.reset(::operator new(static_cast<std::size_t>(size), kRingAlign));
   ring_ = static_cast<rte_ring*>(ring_memory_.get());
-  // Our own memory and rte_ring_init, not rte_ring_create_elem: no EAL needed (PLATFORM.md 2).
+  // Our own memory and rte_ring_init, not rte_ring_create_elem: no EAL needed (rte_ring_init works without it).
   // Sync modes, as for the shard inbox (shard_inbox.cpp), whose reasons hold here too:
   // - producers HTS: the shards push concurrently; classic MP spun for minutes under TSan with
-  //   four producers on two cores and was slowest on an oversubscribed machine (PLATFORM.md 5).
+  //   four producers on two cores and was slowest on an oversubscribed machine.
   // - consumer HTS, though there is one: its tail accesses are C11 acquire/release atomics that
   //   TSan sees (Debian's x86 SC dequeue uses barriers TSan cannot see), so what a shard wrote
   //   before pushing (the MAD's contents) reaches the polling thread through edges TSan checks,

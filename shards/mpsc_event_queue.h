@@ -1,4 +1,4 @@
-// The EventQueue of the sharded engine (DESIGN.md "Events and MAD ownership"): events from every
+// The EventQueue of the sharded engine (event.h): events from every
 // shard thread (many producers) to the application's polling thread (one consumer), by value in a
 // bounded rte_ring, with an eventfd that is readable while events wait, for epoll loops.
 //

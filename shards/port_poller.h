@@ -1,6 +1,6 @@
 // The receive side of one port: takes received MADs off the fabric into pooled buffers, reads
-// each one's routing key and hands it to the owning shard's inbox (DESIGN.md "Identity and
-// routing"). It knows routing keys, not message layouts (engine/routing_key.h reads them).
+// each one's routing key and hands it to the owning shard's inbox (routing by comm ID
+// or, for a REQ, by its routing key). It knows routing keys, not message layouts (engine/routing_key.h reads them).
 //
 // Thread contract: poll_once() and run() on the port's poller thread (or progress()'s caller),
 // one at a time; inbox_full_drops() and stop() from any thread.

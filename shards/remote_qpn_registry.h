@@ -29,8 +29,7 @@
 // counter to be bounded. tbb::concurrent_unordered_map cannot serve at all: its only erase is
 // unsafe_erase, which must not run concurrently with anything, and "erase only if still ours"
 // has no atomic form in it. A mutex around std::unordered_map serializes every shard's lookups
-// and also allocates per insert. DESIGN.md keeps malloc off the MAD path and locks to rare
-// paths: here find, which runs on every REQ, takes no lock, and claim and release, once per
+// and also allocates per insert. The MAD path must neither allocate nor lock: here find, which runs on every REQ, takes no lock, and claim and release, once per
 // connection, hold a home lock only for one walk of a preallocated table. ThreadSanitizer
 // reported nothing for concurrent_hash_map (no suppression needed), so TBB lost on cost alone:
 //

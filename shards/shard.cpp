@@ -133,7 +133,7 @@ void Shard::run_worker() noexcept {
       continue;
     }
     if (++idle < env_.config.idle_spins) {
-      std::this_thread::yield();  // a preempted producer gets the core (PLATFORM.md, rings)
+      std::this_thread::yield();  // a preempted producer gets the core
       continue;
     }
     idle = 0;

@@ -1,6 +1,6 @@
 // One shard of the engine: a Protocol (its endpoints, timers and indexes), the inbox that feeds
 // it, and the loop that runs it — on its own worker thread, or inside Engine::progress() for an
-// engine driven by its caller (DESIGN.md "Data flow").
+// engine driven by its caller.
 //
 // Inbox items are tagged words (the inbox never looks inside them):
 //   MAD        a received MAD routed here by a port poller (the item owns one reference)

@@ -34,7 +34,7 @@ ShardInbox::ShardInbox(std::uint32_t capacity, std::uint32_t shard) : capacity_(
   ring_memory_.reset(::operator new(static_cast<std::size_t>(size), kRingAlign));
   ring_ = static_cast<rte_ring*>(ring_memory_.get());
   // Producers: HTS, not classic MP or RTS. All three let a preempted producer stall the others
-  // (PLATFORM.md section 5), but pure-spin HTS measured fastest there (9.1 vs 4.7 Mmsg/s for MP);
+  // (measured on two shared cores), but pure-spin HTS measured fastest there (9.1 vs 4.7 Mmsg/s for MP);
   // with classic MP, four producers on two cores spun on each other's tail update for minutes
   // under ThreadSanitizer, and RTS drew race reports outside the DPDK suppressions we allow.
   // Consumer: HTS dequeue too, called by one thread only. Debian's x86 build publishes the SC

@@ -1,5 +1,5 @@
 // The engine: shards, port pollers and the objects they share (pool, listens, remote-QP registry,
-// epoch), wired as DESIGN.md draws them. API calls find the endpoint's shard from its Id and run
+// epoch), wired together. API calls find the endpoint's shard from its Id and run
 // there (shard.h); listens are the control path (listen_registry.h).
 #include <algorithm>
 #include <deque>
