@@ -121,7 +121,7 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   if (const std::optional<Id> old = env_.remote_qpns.find({req.local_qpn, req.local_ca_guid})) {
     reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
                    mad::RejReason::stale_conn, {});
-    env_.outbox.notify_stale(*old);
+    env_.outbox.notify_stale(*old, buf);
     return;
   }
 
@@ -460,7 +460,7 @@ void Protocol::on_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rep& re
   if (const std::optional<Id> old = claim_remote_qpn(*cep)) {
     cep->state = CepState::rep_rcvd;
     reject(*cep, mad::RejReason::stale_conn, {}, {});
-    env_.outbox.notify_stale(*old);
+    env_.outbox.notify_stale(*old, buf);
     Event ev = event_of(EventType::rej_received);
     RejReceived& p = ev.params.emplace<RejReceived>();
     p.reason = static_cast<std::uint16_t>(mad::RejReason::stale_conn);

@@ -33,10 +33,11 @@ class Outbox {
   // before an endpoint is made for an event nobody could receive.
   [[nodiscard]] virtual bool queue_full(const EventQueue& queue) const noexcept = 0;
 
-  // The endpoint `stale` (found in RemoteQpns, possibly another shard's) is connected to a remote
-  // QP that just started a new connection: its owner must disconnect it (Protocol::on_stale).
-  // Never fails: the owner runs it at once or later.
-  virtual void notify_stale(Id stale) noexcept = 0;
+  // The endpoint `stale` (found in RemoteQpns, possibly another shard's) is connected to the
+  // remote QP that `cause` (a received REQ or REP) says started a new connection: its owner judges
+  // the claim and disconnects it (Protocol::on_stale(cause)). Takes a reference on `cause` while
+  // the owner has not run it. Never fails: the owner runs it at once or later.
+  virtual void notify_stale(Id stale, MadBuf& cause) noexcept = 0;
 
   // Runs `on_destroyed(ctx)` once no thread can still be inside a callback or poll for the endpoint
   // the application just destroyed: at once when one thread drives every shard, else after every

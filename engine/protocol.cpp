@@ -343,9 +343,23 @@ bool Protocol::from_peer(const Cep& cep, const MadBuf& buf, const PeerClaim& cla
 
 std::optional<DropReason> Protocol::peer_mismatch(const Cep& cep, const MadAddress& from,
                                                   const PeerClaim& claim) const noexcept {
-  if (cep.state == CepState::idle || cep.state == CepState::sidr_req_sent || cep.state == CepState::sidr_req_rcvd) {
-    return std::nullopt;
+  if (cep.state == CepState::idle || cep.state == CepState::sidr_req_rcvd) return std::nullopt;
+  if (const std::optional<DropReason> why = address_mismatch(cep, from)) return why;
+  if (claim.our_qpn != PeerClaim::kNotCarried && claim.our_qpn != cep.local_qpn) return DropReason::wrong_qpn;
+  // Before the REP an active side knows only where its REQ went: a REJ of it may come from a CM
+  // that made no endpoint (Local Communication ID 0) or from the passive endpoint, an MRA or a
+  // first REP from the passive endpoint, whose ID it learns from the REP. A SIDR_REQ's sender
+  // learns no ID of its peer at all.
+  if (!cep.peer_known) return std::nullopt;
+  if (claim.comm_id != cep.remote_comm_id) return DropReason::wrong_comm_id;
+  if (claim.their_qpn != PeerClaim::kNotCarried && claim.their_qpn != cep.remote_qpn) return DropReason::wrong_qpn;
+  if (claim.their_qpn != PeerClaim::kNotCarried && claim.their_ca_guid != cep.remote_ca_guid) {
+    return DropReason::wrong_comm_id;  // a comm ID names a connection only with its CA's GUID
   }
+  return std::nullopt;
+}
+
+std::optional<DropReason> Protocol::address_mismatch(const Cep& cep, const MadAddress& from) const noexcept {
   if (from.port_index != cep.port_index) return DropReason::wrong_port;
   // The fabric stamps the source LID, GID and P_Key: a node elsewhere cannot pass for the peer
   // without seeing the connection's traffic. The peer sends from its end of the primary path (the
@@ -365,16 +379,6 @@ std::optional<DropReason> Protocol::peer_mismatch(const Cep& cep, const MadAddre
     if (from.pkey_index >= keys.size() || (keys[from.pkey_index] & 0x7FFF) != (cep.primary.pkey & 0x7FFF)) {
       return DropReason::wrong_source;
     }
-  }
-  if (claim.our_qpn != PeerClaim::kNotCarried && claim.our_qpn != cep.local_qpn) return DropReason::wrong_qpn;
-  // Before the REP an active side knows only where its REQ went: a REJ of it may come from a CM
-  // that made no endpoint (Local Communication ID 0) or from the passive endpoint, an MRA or a
-  // first REP from the passive endpoint, whose ID it learns from the REP.
-  if (!cep.peer_known) return std::nullopt;
-  if (claim.comm_id != cep.remote_comm_id) return DropReason::wrong_comm_id;
-  if (claim.their_qpn != PeerClaim::kNotCarried && claim.their_qpn != cep.remote_qpn) return DropReason::wrong_qpn;
-  if (claim.their_qpn != PeerClaim::kNotCarried && claim.their_ca_guid != cep.remote_ca_guid) {
-    return DropReason::wrong_comm_id;  // a comm ID names a connection only with its CA's GUID
   }
   return std::nullopt;
 }
@@ -493,9 +497,29 @@ void Protocol::destroy_detached(Id id, Engine::DestroyedFn on_destroyed, void* c
   if (on_destroyed != nullptr) env_.outbox.retire(on_destroyed, ctx);
 }
 
-void Protocol::on_stale(Id id) noexcept {
-  Cep* cep = table_.find(id);
-  if (cep != nullptr && cep->state == CepState::established) (void)disconnect(*cep, {});
+void Protocol::on_stale(const MadBuf& cause) noexcept {
+  mad::DecodedMad decoded;
+  if (!mad::decode(cause.packet.mad, decoded).ok()) return;
+  // Found again here rather than carried: the MAD is what travels to this shard, and the entry
+  // may have changed hands since (then it names no endpoint of ours or not an established one).
+  RemoteQpnKey key;
+  if (const auto* req = std::get_if<mad::Req>(&decoded.message)) {
+    key = {req->local_qpn, req->local_ca_guid};
+  } else if (const auto* rep = std::get_if<mad::Rep>(&decoded.message)) {
+    key = {rep->local_qpn, rep->local_ca_guid};
+  } else {
+    return;
+  }
+  const std::optional<Id> id = env_.remote_qpns.find(key);
+  if (!id || env_.layout.decode(id->comm_id()).shard != env_.shard) return;
+  Cep* cep = table_.find(*id);
+  if (cep == nullptr || cep->state != CepState::established) return;
+  // The claim tears a connection down: only its peer's address may make it (12.9.8.3.2 trusts the
+  // CA GUID and QPN the payload names, which anyone can write).
+  if (const std::optional<DropReason> why = address_mismatch(*cep, cause.packet.addr)) {
+    return drop(cause.packet.addr.port_index, *why);
+  }
+  (void)disconnect(*cep, {});
 }
 
 }  // namespace fastcm::engine

@@ -98,8 +98,11 @@ class Protocol {
   // The shard's part of a destroy another thread started by winning table().try_detach_remote(id):
   // abandons the endpoint if it is still live, then retires on_destroyed.
   void destroy_detached(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
-  // Another shard found `id` stale (Outbox::notify_stale): disconnect it if still established.
-  void on_stale(Id id) noexcept;
+  // A received REQ or REP (`cause`, Outbox::notify_stale) claims the remote QP of an endpoint of
+  // this shard for a new connection: the endpoint RemoteQpns records for that QP is disconnected
+  // if it is still established and `cause` came from its peer's address (address_mismatch; a
+  // blind spoof of the claim is dropped and counted). Reads `cause` only.
+  void on_stale(const MadBuf& cause) noexcept;
   // Whether `buf`, a REJ naming no endpoint by our comm ID (a REJ "timeout" from an active side
   // that never learnt it), rejects a REQ this shard holds. The router offers such REJs to each
   // shard in turn.
@@ -247,12 +250,16 @@ class Protocol {
   // it is: it must arrive on the connection's port, from the LID (and GID, when it carries a GRH)
   // of the peer's end of the primary or alternate path under the connection's P_Key, name our QP
   // where it names one, and, once the endpoint knows them (Cep::peer_known), carry the peer's comm
-  // ID and QP. Endpoints in no connection (idle, SIDR) have no peer: their state check drops.
+  // ID and QP. Endpoints in no connection (idle, a SIDR_REQ received) have no peer: their state
+  // check drops; a SIDR_REQ sent has the address it went to.
   // Compares fields of the endpoint only (no lookup): in the common case its first two cache lines
   // (IDs and state, which every handler reads; port and primary path) and the P_Key index beside
   // its kept MADs' pointers, which accepting handlers touch anyway.
   [[nodiscard]] std::optional<DropReason> peer_mismatch(const Cep& cep, const MadAddress& from,
                                                         const PeerClaim& claim) const noexcept;
+  // peer_mismatch's address part, for messages that name no comm ID of `cep` (a stale REQ or REP
+  // claiming its remote QP): the port, the source LID/GID and the P_Key.
+  [[nodiscard]] std::optional<DropReason> address_mismatch(const Cep& cep, const MadAddress& from) const noexcept;
   Cep* find_user(Id id) noexcept;  // live and still attached to the application
   const Cep* find_user(Id id) const noexcept;
 

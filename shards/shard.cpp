@@ -60,7 +60,8 @@ Shard::~Shard() {
   while (const std::size_t n = inbox_.dequeue_burst(items)) {
     for (std::size_t i = 0; i < n; ++i) {
       const auto word = reinterpret_cast<std::uintptr_t>(items[i]);
-      if ((word & kTagMask) == kMad || (word & kTagMask) == kMadChain) {
+      const std::uintptr_t tag = word & kTagMask;
+      if (tag == kMad || tag == kMadChain || tag == kStale) {
         engine::release(env_.pool, reinterpret_cast<engine::MadBuf*>(word & ~kTagMask));
       }
     }
@@ -174,7 +175,6 @@ std::size_t Shard::sleep(std::span<void*> out) noexcept {
 void Shard::handle(void* item) noexcept {
   const auto word = reinterpret_cast<std::uintptr_t>(item);
   const auto slot = static_cast<std::uint32_t>((word & 0xFFFF'FFFFu) >> 3);
-  const auto generation = static_cast<std::uint32_t>(word >> 32);
   const auto id_of_slot = [&](std::uint32_t gen) {
     return Id::make(env_.layout.encode({env_.index, slot, gen}), gen);
   };
@@ -192,7 +192,12 @@ void Shard::handle(void* item) noexcept {
       protocol_.destroy_detached(id_of_slot(pending.generation), pending.on_destroyed, pending.ctx);
       break;
     }
-    case kStale: protocol_.on_stale(id_of_slot(generation)); break;
+    case kStale: {
+      auto* cause = reinterpret_cast<engine::MadBuf*>(word & ~kTagMask);
+      protocol_.on_stale(*cause);
+      engine::release(env_.pool, cause);
+      break;
+    }
     default: break;
   }
 }
@@ -269,9 +274,9 @@ void Shard::post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noe
   post_control(reinterpret_cast<void*>(std::uintptr_t{slot} << 3 | kDestroy));
 }
 
-void Shard::post_stale(Id stale) noexcept {
-  const std::uint32_t slot = env_.layout.decode(stale.comm_id()).slot;
-  post_control(reinterpret_cast<void*>(std::uintptr_t{stale.generation()} << 32 | std::uintptr_t{slot} << 3 | kStale));
+void Shard::post_stale(engine::MadBuf& cause) noexcept {
+  engine::retain(cause);
+  post_control(reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(&cause) | kStale));
 }
 
 void Shard::stop() noexcept {
@@ -312,15 +317,15 @@ bool Shard::queue_full(const EventQueue& queue) const noexcept {
   return static_cast<const MpscEventQueue&>(queue).full();
 }
 
-void Shard::notify_stale(Id stale) noexcept {
+void Shard::notify_stale(Id stale, engine::MadBuf& cause) noexcept {
   const std::uint32_t owner = env_.layout.decode(stale.comm_id()).shard;
   if (owner >= set_.shard_count()) return;
   // One thread runs every shard when the caller drives them: tell the owner directly (it is not
   // inside a handler: only this shard is).
   if (owner == env_.index || set_.caller_driven()) {
-    set_.shard(owner).protocol_.on_stale(stale);
+    set_.shard(owner).protocol_.on_stale(cause);
   } else {
-    set_.shard(owner).post_stale(stale);
+    set_.shard(owner).post_stale(cause);
   }
 }
 

@@ -9,7 +9,8 @@
 //   COMMAND    a Command on an API thread's stack; that thread waits for `done`
 //   DESTROY    slot whose endpoint another thread detached (table().try_detach_remote); the
 //              on_destroyed call waits in the shard's per-slot array (one per slot at a time)
-//   STALE      an endpoint another shard found stale (Outbox::notify_stale), as slot + generation
+//   STALE      the received REQ or REP by which another shard found an endpoint of this one stale
+//              (Outbox::notify_stale; the item owns one reference)
 //
 // Thread contract: the shard's thread (the worker, or progress()'s caller) runs everything but
 // the producer side: post_mads, post_command, post_destroy and post_stale may be called from any
@@ -107,8 +108,9 @@ class Shard final : private engine::Outbox {
   void post_command(Command& cmd) noexcept;
   // The shard's part of a destroy whose detach the caller won. Never fails.
   void post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
-  // Asks the shard to disconnect `stale` (see Protocol::on_stale). Never fails.
-  void post_stale(Id stale) noexcept;
+  // Asks the shard to judge `cause` and disconnect the endpoint it finds stale (see
+  // Protocol::on_stale); takes a reference on `cause`. Never fails.
+  void post_stale(engine::MadBuf& cause) noexcept;
   // Asks the worker to leave run_worker() (it finishes the batch it is in).
   void stop() noexcept;
   // Whether the calling thread is any shard's worker.
@@ -132,7 +134,7 @@ class Shard final : private engine::Outbox {
   bool send(const engine::MadBuf& buf) noexcept override;
   bool enqueue(EventQueue& queue, const Event& event, engine::MadBuf* mad) noexcept override;
   [[nodiscard]] bool queue_full(const EventQueue& queue) const noexcept override;
-  void notify_stale(Id stale) noexcept override;
+  void notify_stale(Id stale, engine::MadBuf& cause) noexcept override;
   void retire(Engine::DestroyedFn on_destroyed, void* ctx) noexcept override;
 
   void handle(void* item) noexcept;

@@ -191,7 +191,8 @@ class SpoofCell {
 bool applies(Msg m, const Start& start, Forgery f) {
   const bool before_rep = start.state == EndpointState::req_sent || start.state == EndpointState::mra_req_rcvd;
   switch (f) {
-    case Forgery::comm_id: return !before_rep;
+    // A SIDR_REP names our request ID alone: only where it comes from can be wrong.
+    case Forgery::comm_id: return !before_rep && m != Msg::sidr_rep;
     case Forgery::ca_guid: return m == Msg::rep && !before_rep;
     case Forgery::qpn: return m == Msg::dreq || m == Msg::lap || (m == Msg::rep && !before_rep);
     default: return true;
@@ -251,6 +252,29 @@ TEST(Spoof, Drep) { expect_spoofs_dropped(Msg::drep, {{S::dreq_sent}, {S::dreq_r
 TEST(Spoof, Lap) { expect_spoofs_dropped(Msg::lap, {{S::established_active}, {S::established_passive}}); }
 
 TEST(Spoof, Apr) { expect_spoofs_dropped(Msg::apr, {{S::established_active, true}}); }
+
+TEST(Spoof, SidrRep) { expect_spoofs_dropped(Msg::sidr_rep, {{S::sidr_req_sent}}); }
+
+// A REQ from the remote QP (QPN and CA GUID) of a live connection says that the peer lost it
+// (12.9.8.3.2): the connection is torn down only when the REQ comes from the peer's address. The
+// REQ itself is rejected "stale connection" to its sender either way.
+TEST(Spoof, StaleReqTearsTheConnectionDownOnlyFromItsPeer) {
+  for (const S state : {S::established_active, S::established_passive}) {
+    for (const Forgery f : {Forgery::none, Forgery::source, Forgery::pkey, Forgery::port}) {
+      SCOPED_TRACE(std::string(fastcm::test::label(state)) + ", forged " + std::string(label(f)));
+      SpoofCell cell;
+      cell.reach({state});
+      Target t = cell.target();
+      t.info.remote_comm_id ^= 0x0055'AA00;  // a new connection's REQ from the same QP
+      const std::string moved = cell.send(build(Msg::req_again, t), f);
+      if (f == Forgery::none) {
+        EXPECT_EQ(moved.rfind("state:dreq_sent", 0), 0u) << moved;
+      } else {
+        EXPECT_EQ(moved, "sent, drop:" + std::string(to_string(*reason_of(f))));
+      }
+    }
+  }
+}
 
 // RoCE has no LIDs: the source GID tells the peer from another node.
 TEST(Spoof, OnRoceTheSourceGidCounts) {
