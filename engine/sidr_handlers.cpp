@@ -151,8 +151,9 @@ bool Protocol::answer_sidr_req(Cep& cep, const SidrRepParams& p) noexcept {
 void Protocol::on_sidr_rep(MadBuf& buf, const mad::MadHeader& hdr, const mad::SidrRep& rep) {
   const std::uint16_t port_index = buf.packet.addr.port_index;
   Cep* cep = find_local(port_index, rep.request_id);
+  if (cep == nullptr) return;
   // A SIDR_REP names our request ID alone: it counts only from where the SIDR_REQ went.
-  if (cep == nullptr || !from_peer(*cep, buf, {})) return;
+  if (cep->state == CepState::sidr_req_sent && !from_peer(*cep, buf, {})) return;
   if (cep->state != CepState::sidr_req_sent) {
     // The peer answered our SIDR_REQ retry too.
     if (cep->state == CepState::idle && repeats(cep->received, buf)) {
