@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "fastcm/engine.h"
-#include "shards/dpdk_runtime.h"
+#include "runtime/dpdk_runtime.h"
 #include "shards/epoch.h"
 #include "shards/listen_registry.h"
 

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "mempool/mad_mempool.h"
-#include "shards/dpdk_runtime.h"
+#include "runtime/dpdk_runtime.h"
 
 namespace {
 

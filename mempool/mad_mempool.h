@@ -15,7 +15,7 @@
 
 #include "engine/mad_buf.h"
 #include "mempool/mad_accounts.h"
-#include "shards/dpdk_runtime.h"
+#include "runtime/dpdk_runtime.h"
 
 struct rte_mempool;
 struct rte_mempool_cache;

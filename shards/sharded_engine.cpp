@@ -18,7 +18,7 @@
 #include "fastcm/engine.h"
 #include "shards/engine_config.h"
 #include "mempool/mad_mempool.h"
-#include "shards/dpdk_runtime.h"
+#include "runtime/dpdk_runtime.h"
 #include "shards/epoch.h"
 #include "shards/listen_registry.h"
 #include "shards/mpsc_event_queue.h"
@@ -33,7 +33,7 @@ namespace {
 
 using shards::Shard;
 
-// EAL once per process (shards/dpdk_runtime.h): the first engine that owns it starts it and the
+// EAL once per process (runtime/dpdk_runtime.h): the first engine that owns it starts it and the
 // runtime stays for the process's lifetime; an application-owned EAL is attached to per engine.
 // Lock: control path only (engine creation).
 std::shared_ptr<const shards::DpdkRuntime> acquire_runtime(EalOwner owner) {

@@ -17,7 +17,7 @@
 #include "fastcm/clock.h"
 #include "fastcm/counters.h"
 #include "fastcm/engine.h"
-#include "shards/dpdk_runtime.h"
+#include "runtime/dpdk_runtime.h"
 
 namespace fastcm::bench {
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "mempool/mad_mempool.h"
-#include "shards/dpdk_runtime.h"
+#include "runtime/dpdk_runtime.h"
 #include "tests/dpdk/engine_handshake.h"
 
 namespace {

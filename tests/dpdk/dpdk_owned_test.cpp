@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "mempool/mad_mempool.h"
-#include "shards/dpdk_runtime.h"
+#include "runtime/dpdk_runtime.h"
 
 namespace {
 

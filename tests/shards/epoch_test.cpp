@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "shards/dpdk_runtime.h"
+#include "runtime/dpdk_runtime.h"
 
 namespace fastcm::shards {
 namespace {

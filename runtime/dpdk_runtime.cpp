@@ -1,4 +1,4 @@
-#include "shards/dpdk_runtime.h"
+#include "runtime/dpdk_runtime.h"
 
 #include <pthread.h>
 #include <rte_eal.h>
