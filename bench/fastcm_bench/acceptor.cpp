@@ -34,6 +34,9 @@ Acceptor::Acceptor(Rig& rig, const Options& options, const RigSizing& sizing, Ta
     accepted_.emplace(2 * sizing.max_endpoints);
     spans_ = std::make_unique<Span[]>(kMaxThreadSlots);
   }
+  if (options.role == Role::both && options.connection_limit() <= kQpnSpan) {
+    req_ledger_.emplace(options.window);
+  }
 }
 
 void Acceptor::listen() {
@@ -108,6 +111,14 @@ void Acceptor::on_req(const Event& event) {
     }
   }
   const auto& req = std::get<ReqReceived>(event.params);
+  if (req_ledger_) {
+    const std::optional<std::uint64_t> connection = connection_of(req.remote_qpn);
+    if (!connection || !req_ledger_->first(*connection)) {
+      tally_.add(Count::server_duplicate_events);
+      destroy(event.id, slot);  // rejects it
+      return;
+    }
+  }
   RepParams rep = rep_template_;
   rep.qpn = req.remote_qpn | kServerQpnBit;
   rep.starting_psn = req.starting_psn;
@@ -121,7 +132,7 @@ void Acceptor::on_req(const Event& event) {
 
 void Acceptor::destroy(Id id, AcceptedTable::Slot* slot) {
   if (slot != nullptr) AcceptedTable::release(*slot);
-  (void)rig_.server().destroy(id);
+  if (rig_.server().destroy(id) != Status::ok && req_ledger_) tally_.add(Count::server_duplicate_events);
 }
 
 ServeRun Acceptor::serve(Progress& progress, const sigset_t& stop_signals) {

@@ -19,15 +19,13 @@
 #include "bench/fastcm_bench/event_pump.h"
 #include "bench/fastcm_bench/options.h"
 #include "bench/fastcm_bench/progress.h"
+#include "bench/fastcm_bench/req_ledger.h"
 #include "bench/fastcm_bench/rig.h"
+#include "bench/fastcm_bench/storm_qpns.h"
 #include "bench/fastcm_bench/tally.h"
 #include "fastcm/engine.h"
 
 namespace fastcm::bench {
-
-// The server's QP for a connection is the client's with this bit set (the storm's QPNs stay below
-// it; an rdma_cm client's are its own, any 24-bit value).
-inline constexpr Qpn kServerQpnBit = 0x80'0000;
 
 // The server role's run.
 struct ServeRun {
@@ -70,7 +68,8 @@ class Acceptor {
   static void on_callback(const Event& event, void* self);
   void on_event(const Event& event);
   void on_req(const Event& event);
-  // Destroys the endpoint and frees its accepted-table slot (null: none).
+  // Destroys the endpoint and frees its accepted-table slot (null: none). An endpoint already
+  // destroyed (the event came after its destroy) counts a duplicate event where they are counted.
   void destroy(Id id, AcceptedTable::Slot* slot);
   [[nodiscard]] std::uint64_t now_ns_since_start() const noexcept;
 
@@ -90,6 +89,7 @@ class Acceptor {
   EventQueue* queue_ = nullptr;
   Id listen_id_;
   std::optional<AcceptedTable> accepted_;  // --role server
+  std::optional<ReqLedger> req_ledger_;    // --role both, at most kQpnSpan connections
   std::unique_ptr<Span[]> spans_;          // --role server, kMaxThreadSlots rows
   std::chrono::steady_clock::time_point start_;
   EventPump pump_;  // last: stopped first

@@ -40,8 +40,26 @@ std::uint64_t Report::teardown_retries() const noexcept {
   return retries(counters_after_teardown) - retries(counters);
 }
 
+std::uint64_t Report::unaccounted() const noexcept {
+  const auto apart = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : b - a; };
+  std::uint64_t n = apart(count(Count::attempted),
+                          count(Count::established) + count(Count::rejected) +
+                              count(Count::timed_out) + count(Count::failed_calls));
+  if (options.disconnect) {
+    n += apart(count(Count::established), count(Count::disconnected) +
+                                              count(Count::lost_after_established) +
+                                              count(Count::failed_disconnects));
+  }
+  return n;
+}
+
+std::uint64_t Report::duplicate_events() const noexcept {
+  return count(Count::duplicate_events) + count(Count::server_duplicate_events);
+}
+
 bool Report::clean() const noexcept {
-  return !run.stalled && teardown.drained && leaks.leaked_mads == 0 && leaks.leaked_ceps == 0;
+  return !run.stalled && teardown.drained && leaks.leaked_mads == 0 && leaks.leaked_ceps == 0 &&
+         unaccounted() == 0 && duplicate_events() == 0;
 }
 
 void print_table(std::ostream& out, const Report& r) {
@@ -69,9 +87,12 @@ void print_table(std::ostream& out, const Report& r) {
   row("established", grouped(r.count(Count::established)));
   row("rejected", grouped(r.count(Count::rejected)));
   row("timed out", grouped(r.count(Count::timed_out)));
-  if (r.count(Count::failed_calls) + r.count(Count::server_failed_calls) > 0) {
-    row("API calls refused", "client " + grouped(r.count(Count::failed_calls)) + ", server " +
-                                 grouped(r.count(Count::server_failed_calls)));
+  if (r.count(Count::failed_calls) + r.count(Count::failed_disconnects) +
+          r.count(Count::server_failed_calls) >
+      0) {
+    row("API calls refused",
+        "client " + grouped(r.count(Count::failed_calls) + r.count(Count::failed_disconnects)) +
+            ", server " + grouped(r.count(Count::server_failed_calls)));
   }
   if (r.count(Count::lost_after_established) > 0) {
     row("lost after established", grouped(r.count(Count::lost_after_established)));
@@ -83,6 +104,11 @@ void print_table(std::ostream& out, const Report& r) {
                                        " DREQ timeouts"
                                  : ""));
   }
+  row("unaccounted", grouped(r.unaccounted()) + " (connections without one ending)");
+  row("duplicate events",
+      "client " + grouped(r.count(Count::duplicate_events)) +
+          (both ? ", server " + grouped(r.count(Count::server_duplicate_events)) : std::string()) +
+          " (a second event of a kind, or one after destroy)");
   row("retries", grouped(r.counters.server.retries + r.counters.client.retries) +
                      (both ? " (MADs sent again after a timeout, both engines)"
                            : " (MADs sent again after a timeout)"));
@@ -204,6 +230,10 @@ nlohmann::json to_json(const Report& r) {
   j["lost_after_established"] = r.count(Count::lost_after_established);
   j["disconnected"] = r.count(Count::disconnected);
   j["disconnect_timeouts"] = r.count(Count::disconnect_timeouts);
+  j["failed_disconnects"] = r.count(Count::failed_disconnects);
+  j["unaccounted"] = r.unaccounted();
+  j["duplicate_events"] = r.count(Count::duplicate_events);
+  j["server_duplicate_events"] = r.count(Count::server_duplicate_events);
   j["retries"] = r.counters.server.retries + r.counters.client.retries;
   j["duplicates_received"] = r.counters.server.duplicates + r.counters.client.duplicates;
   j["create_wall_s"] = r.create_wall_s;

@@ -51,7 +51,14 @@ struct Report {
   [[nodiscard]] std::optional<double> bytes_per_connection() const noexcept;
   // Retransmissions during the teardown (the process's engines).
   [[nodiscard]] std::uint64_t teardown_retries() const noexcept;
-  // Whether the run is sound: nothing leaked, drained, not stalled.
+  // Connections the counts leave without exactly one ending: every attempted one is established,
+  // rejected, timed out or refused; with --disconnect every established one is then
+  // disconnected, lost (REJ or DREQ from the server) or its DREQ refused.
+  [[nodiscard]] std::uint64_t unaccounted() const noexcept;
+  // Events the application should never see (tally.h): both sides' duplicate_events.
+  [[nodiscard]] std::uint64_t duplicate_events() const noexcept;
+  // Whether the run is sound: not stalled, drained, nothing leaked, every connection accounted
+  // for, no duplicate event.
   [[nodiscard]] bool clean() const noexcept;
 };
 

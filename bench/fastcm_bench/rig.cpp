@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "bench/fastcm_bench/target_path.h"
+#include "engine/mad/units.h"
 
 namespace fastcm::bench {
 
@@ -140,16 +141,23 @@ Rig::Rig(const Options& options, const RigSizing& sizing, std::unique_ptr<Fabric
   loopback_ = std::make_unique<loopback::LoopbackFabric>(config_, clock_);
   server_fabric_ = &loopback_->hca(0);
   client_fabric_ = &loopback_->hca(1);
-  for (std::uint32_t p = 0; p < options.ports; ++p) {
-    client_paths_.push_back(
-        loopback::path_record(config_.hcas[1].ports[p], config_.hcas[0].ports[p], 0));
-  }
+  std::uint8_t packet_life_time = 0;
   if (options.loss_pct > 0 || options.dup_pct > 0 || options.reorder_pct > 0) {
     loopback::FaultRule rule;
     rule.loss_pct = options.loss_pct;
     rule.dup_pct = options.dup_pct;
     rule.reorder_pct = options.reorder_pct;
     loopback_->set_fault(rule);
+    // The paths' packet life time covers the longest hold of a reordered MAD: time-wait lasts two
+    // packet life times (IBTA 12.9.8.7) so that no copy of a connection's MADs is in flight when
+    // its endpoint goes; a REQ copy held longer would open a second connection at the listen.
+    if (options.reorder_pct > 0) {
+      packet_life_time = mad::ns_to_timeout_exponent(rule.delay_ns + rule.reorder_window_ns);
+    }
+  }
+  for (std::uint32_t p = 0; p < options.ports; ++p) {
+    client_paths_.push_back(loopback::path_record(config_.hcas[1].ports[p],
+                                                  config_.hcas[0].ports[p], packet_life_time));
   }
 }
 

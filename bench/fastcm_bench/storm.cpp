@@ -8,6 +8,7 @@
 
 #include "bench/fastcm_bench/private_data.h"
 #include "bench/fastcm_bench/process_stats.h"
+#include "bench/fastcm_bench/storm_qpns.h"
 
 namespace fastcm::bench {
 
@@ -16,10 +17,6 @@ namespace {
 using SteadyTime = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// Connection i's client QP is kClientQpnBase + i (wrapping far below 2^23, long after the QP's
-// connection is gone); the server's QP for it is the client's with kServerQpnBit set.
-constexpr Qpn kClientQpnBase = 0x100;
-constexpr std::uint64_t kQpnSpan = kServerQpnBit - kClientQpnBase;
 // The source port in the rdma_cm header of every REQ (an rdma_cm listener only reports it).
 constexpr std::uint16_t kRdmaCmSourcePort = 0xFCB0;
 constexpr std::uint8_t kMaxCmRetries = 7;
@@ -114,12 +111,25 @@ void Storm::on_client(const Event& event) {
   Engine& client = rig_.client();
   if (event.id.raw != lane->current.load(std::memory_order_relaxed)) {
     // An established connection its lane has left behind (without --disconnect): the server gave
-    // up on it (its RTUs were lost) or disconnects it.
-    if (event.type == EventType::rej_received || event.type == EventType::dreq_received) {
+    // up on it (its RTUs were lost) or disconnects it. Anything else is for an endpoint the lane
+    // destroyed, or a second ending of one it left open.
+    if (!options_.disconnect &&
+        (event.type == EventType::rej_received || event.type == EventType::dreq_received)) {
       tally_.add(Count::lost_after_established);
       (void)client.destroy(event.id);
+    } else {
+      tally_.add(Count::duplicate_events);
     }
     return;
+  }
+  if (event.type != EventType::mra_received) {  // a slow peer may ask for more time repeatedly
+    const std::uint32_t kind = 1u << static_cast<unsigned>(event.type);
+    const std::uint32_t seen = lane->seen.load(std::memory_order_relaxed);
+    if ((seen & kind) != 0) {
+      tally_.add(Count::duplicate_events);
+      return;
+    }
+    lane->seen.store(seen | kind, std::memory_order_relaxed);
   }
   switch (event.type) {
     case EventType::rep_received:
@@ -133,7 +143,7 @@ void Storm::on_client(const Event& event) {
       if (!options_.disconnect) break;
       lane->disconnecting.store(true, std::memory_order_relaxed);
       if (client.send_dreq(event.id, {}) == Status::ok) return;  // the DREP and time-wait follow
-      tally_.add(Count::failed_calls);
+      tally_.add(Count::failed_disconnects);
       (void)client.destroy(event.id);
       break;
     case EventType::rej_received:
@@ -175,9 +185,10 @@ void Storm::connect_next(Lane& lane) {
     }
     lane.current.store(id.raw, std::memory_order_relaxed);
     lane.disconnecting.store(false, std::memory_order_relaxed);
+    lane.seen.store(0, std::memory_order_relaxed);
     if (ids_) ids_[conn].store(id.raw, std::memory_order_relaxed);
     ReqParams req = req_templates_[lane.port];
-    req.qpn = kClientQpnBase + static_cast<Qpn>(conn % kQpnSpan);
+    req.qpn = client_qpn(conn);
     req.starting_psn = static_cast<std::uint32_t>(conn & 0xFF'FFFF);
     lane.req_sent_ns.store(now_ns(), std::memory_order_relaxed);
     if (client.send_req(id, req) == Status::ok) return;

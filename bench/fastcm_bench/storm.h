@@ -84,6 +84,9 @@ class Storm {
     std::atomic<std::uint64_t> current{0};       // Id::raw of the lane's endpoint
     std::atomic<std::uint64_t> req_sent_ns{0};   // steady clock
     std::atomic<bool> disconnecting{false};      // --disconnect: DREQ sent
+    // The kinds of event the lane's endpoint has had (bit 1 << EventType): a second one of a kind
+    // is a duplicate event.
+    std::atomic<std::uint32_t> seen{0};
   };
 
   static void on_client_callback(const Event& event, void* self);

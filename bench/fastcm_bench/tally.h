@@ -17,7 +17,11 @@ enum class Count : std::uint8_t {
   established,         // client got the REP and sent the RTU
   rejected,            // client got a REJ before being established
   timed_out,           // REQ retries ran out (req_error)
-  failed_calls,        // a client API call was refused (the status is counted, not the reason)
+  failed_calls,        // a client API call was refused before the connection was established
+                       // (the status is counted, not the reason)
+  failed_disconnects,  // --disconnect: send_dreq was refused (the endpoint is destroyed instead)
+  duplicate_events,    // client: a second event of one kind for one endpoint, or an event for an
+                       // endpoint the client had destroyed
   disconnected,        // --disconnect: client left time-wait and destroyed its endpoint
   disconnect_timeouts, // --disconnect: DREQ retries ran out (dreq_error), time-wait anyway
   lost_after_established,  // REJ or DREQ from the server after the client was established
@@ -25,6 +29,8 @@ enum class Count : std::uint8_t {
   server_failed_calls, // a server API call was refused
   server_reqs,         // --role server: REQs handed to the listen (not their retransmissions)
   server_untracked,    // --role server: accepted while the accepted table was full
+  server_duplicate_events,  // --role both: a second REQ of one connection, or an event for an
+                            // endpoint the server had destroyed
   count_
 };
 
