@@ -97,6 +97,7 @@ int run_storm(const Options& options, std::unique_ptr<Fabric> fabric) {
   report.counters = rig.counters();
   report.latency = storm.latency().summary();
   report.teardown = storm.tear_down();
+  if (!rig.drain_pcap()) std::cerr << "fastcm-bench: --pcap: the capture's writer fell behind\n";
   report.counters_after_teardown = rig.counters();
   report.leaks = check_leaks(rig, sizing, options.shards);
   report.rss_peak = peak_resident_bytes();
@@ -147,6 +148,7 @@ int run_server(const Options& options, std::unique_ptr<Fabric> fabric,
   report.run = acceptor.serve(progress, stop_signals);
   report.counters = rig.counters();
   report.teardown = acceptor.tear_down();
+  if (!rig.drain_pcap()) std::cerr << "fastcm-bench: --pcap: the capture's writer fell behind\n";
   report.counters_after_teardown = rig.counters();
   report.leaks = check_leaks(rig, sizing, options.shards);
   report.reqs = tally.sum(Count::server_reqs);

@@ -250,6 +250,12 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_flag("--json", o.json, "print one JSON object instead of the table");
   app.add_option("--plot", o.plot_path,
                  "draw the rate over time and the latency CDF into this SVG file (gnuplot)");
+  app.add_option("--pcap", o.pcap_path,
+                 "record every CM MAD the listening side (--role client: the client) sends and "
+                 "receives into this pcapng file, one interface per port");
+  app.add_option("--pcap-limit", o.pcap_limit,
+                 "the capture's size limit in bytes; later MADs are counted, not recorded")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

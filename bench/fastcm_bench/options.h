@@ -66,6 +66,8 @@ struct Options {
   std::uint32_t cm_timeout = 20;
   bool json = false;
   std::string plot_path;  // empty: no plot
+  std::string pcap_path;  // empty: no capture
+  std::uint64_t pcap_limit = std::uint64_t{1} << 30;  // the capture file's size limit, bytes
 
   // Connections the run may open at most: `connections`, except with --duration and
   // --disconnect without --connections, where it is unbounded (each connection ends before the

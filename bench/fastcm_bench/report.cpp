@@ -192,6 +192,7 @@ void print_table(std::ostream& out, const Report& r) {
                            : "") +
                       (teardown_retries > 0 ? ", " + grouped(teardown_retries) + " retries" : "") +
                       (r.teardown.drained ? "" : ", NOT drained"));
+  pcap_row(out, o, r.counters_after_teardown);
   row("leaked CEPs", grouped(r.leaks.leaked_ceps) +
                          printf_string(" (create_id of every endpoint again: %.2f s)",
                                        r.leaks.wall_s));
@@ -276,6 +277,7 @@ nlohmann::json to_json(const Report& r) {
                    {"retries", r.teardown_retries()},
                    {"drained", r.teardown.drained}};
   j["stalled"] = r.run.stalled;
+  j["pcap"] = pcap_json(r.counters_after_teardown);
   j["leaked_ceps"] = r.leaks.leaked_ceps;
   j["leaked_mads"] = r.leaks.leaked_mads;
   return j;

@@ -83,4 +83,25 @@ void table_row(std::ostream& out, const char* label, const std::string& value) {
   out << head << value << '\n';
 }
 
+void pcap_row(std::ostream& out, const Options& options, const RigCounters& counters) {
+  if (!counters.pcap) return;
+  const pcap_tap::PcapTapCounters& p = *counters.pcap;
+  std::string text = grouped(p.written) + " MADs in " + options.pcap_path;
+  if (p.dropped_queue_full + p.dropped_limit + p.write_errors > 0) {
+    text += " (not recorded: " + grouped(p.dropped_queue_full) + " writer behind, " +
+            grouped(p.dropped_limit) + " over --pcap-limit, " + grouped(p.write_errors) +
+            " write errors)";
+  }
+  table_row(out, "pcap", text);
+}
+
+nlohmann::json pcap_json(const RigCounters& counters) {
+  if (!counters.pcap) return nullptr;
+  const pcap_tap::PcapTapCounters& p = *counters.pcap;
+  return {{"written", p.written},
+          {"dropped_queue_full", p.dropped_queue_full},
+          {"dropped_limit", p.dropped_limit},
+          {"write_errors", p.write_errors}};
+}
+
 }  // namespace fastcm::bench

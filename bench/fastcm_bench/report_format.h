@@ -33,5 +33,8 @@ namespace fastcm::bench {
 [[nodiscard]] std::string port_address_text(const PortAttr& port);
 // One table row: the label in a 27-character column after two spaces, then the value.
 void table_row(std::ostream& out, const char* label, const std::string& value);
+// --pcap: the "pcap" row (nothing without a capture), and its JSON (null without one).
+void pcap_row(std::ostream& out, const Options& options, const RigCounters& counters);
+[[nodiscard]] nlohmann::json pcap_json(const RigCounters& counters);
 
 }  // namespace fastcm::bench

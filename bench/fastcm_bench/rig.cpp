@@ -174,6 +174,12 @@ void Rig::create_engines() {
   config.shard_inbox = sizing_.shard_inbox;
   config.max_endpoints = sizing_.max_endpoints;
   config.mad_buffers = sizing_.mad_buffers;
+  if (!options_.pcap_path.empty()) {
+    Fabric*& tapped = server_fabric_ != nullptr ? server_fabric_ : client_fabric_;
+    tap_ = std::make_unique<pcap_tap::PcapTap>(
+        *tapped, pcap_tap::PcapTapConfig{.path = options_.pcap_path, .max_bytes = options_.pcap_limit});
+    tapped = tap_.get();
+  }
   if (server_fabric_ != nullptr) {
     server_ = Engine::create(*server_fabric_, clock_, config);
     if (!server_) throw std::runtime_error("the server engine could not be created");
@@ -208,8 +214,11 @@ EngineTotals Rig::totals(const Engine& engine, const Fabric& fabric, bool server
   return t;
 }
 
+bool Rig::drain_pcap() const { return !tap_ || tap_->drain(std::chrono::seconds(10)); }
+
 RigCounters Rig::counters() const {
   RigCounters c;
+  if (tap_) c.pcap = tap_->counters();
   if (server_) c.server = totals(*server_, *server_fabric_, true);
   if (client_) c.client = totals(*client_, *client_fabric_, false);
   for (std::uint16_t h = 0; h < config_.hcas.size(); ++h) {

@@ -8,12 +8,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "bench/fastcm_bench/options.h"
 #include "fabric/loopback/loopback_config.h"
 #include "fabric/loopback/loopback_fabric.h"
+#include "fabric/pcap_tap/pcap_tap.h"
 #include "fastcm/clock.h"
 #include "fastcm/counters.h"
 #include "fastcm/engine.h"
@@ -53,6 +55,7 @@ struct RigCounters {
   std::uint64_t fabric_duplicated = 0;  // by the --dup rule
   std::uint64_t fabric_delayed = 0;     // by the --reorder rule
   std::uint64_t fabric_queue_full = 0;  // receive queue overflows (undersized queues)
+  std::optional<pcap_tap::PcapTapCounters> pcap;  // --pcap
 };
 
 struct Teardown {
@@ -74,9 +77,14 @@ class Rig {
   Rig(const Rig&) = delete;
   Rig& operator=(const Rig&) = delete;
 
-  // Creates the role's engines (both: server and client). Throws std::runtime_error. Main
-  // thread.
+  // Creates the role's engines (both: server and client), with --pcap first the tap on the
+  // listening side's fabric (--role client: the client's). Throws std::runtime_error,
+  // std::system_error (the capture file). Main thread.
   void create_engines();
+
+  // --pcap: waits (10 s at most) until every MAD recorded so far is in the file; true when it is
+  // or there is no capture. Main thread, when the engines are idle.
+  [[nodiscard]] bool drain_pcap() const;
 
   [[nodiscard]] bool has_server() const noexcept { return server_fabric_ != nullptr; }
   [[nodiscard]] bool has_client() const noexcept { return client_fabric_ != nullptr; }
@@ -133,6 +141,7 @@ class Rig {
   Fabric* server_fabric_ = nullptr;  // the fabric (or loopback HCA) of each side the role has
   Fabric* client_fabric_ = nullptr;
   std::vector<Path> client_paths_;
+  std::unique_ptr<pcap_tap::PcapTap> tap_;  // --pcap: wraps one of the fabrics above
   std::unique_ptr<Engine> server_;
   std::unique_ptr<Engine> client_;
 };

@@ -73,6 +73,7 @@ void print_server_table(std::ostream& out, const ServerReport& r) {
                      : "") +
                 (teardown_retries > 0 ? ", " + grouped(teardown_retries) + " retries" : "") +
                 (r.teardown.drained ? "" : ", NOT drained"));
+  pcap_row(out, r.options, r.counters_after_teardown);
   table_row(out, "leaked CEPs",
             grouped(r.leaks.leaked_ceps) +
                 printf_string(" (create_id of every endpoint again: %.2f s)", r.leaks.wall_s));
@@ -110,6 +111,7 @@ nlohmann::json to_json(const ServerReport& r) {
                    {"destroyed", r.teardown.destroyed},
                    {"retries", r.counters_after_teardown.server.retries - t.retries},
                    {"drained", r.teardown.drained}};
+  j["pcap"] = pcap_json(r.counters_after_teardown);
   j["leaked_ceps"] = r.leaks.leaked_ceps;
   j["leaked_mads"] = r.leaks.leaked_mads;
   return j;
