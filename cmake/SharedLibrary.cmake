@@ -9,7 +9,7 @@
 # CMAKE_INSTALL_INCLUDEDIR is otherwise still empty and the exported target names no headers.
 include(GNUInstallDirs)
 set(FASTCM_ARCHIVES fastcm fastcm_engine fastcm_mad fastcm_shards fastcm_mempool fastcm_dpdk_runtime
-  fastcm_loopback fastcm_capi)
+  fastcm_owned_ring fastcm_loopback fastcm_capi)
 # Position-independent for the shared library. -fno-semantic-interposition keeps the optimizer's
 # inlining and direct calls inside the archives (nothing of them is interposed: the version
 # script exports only the API), so the static users see no -fPIC cost.
@@ -31,7 +31,8 @@ set_target_properties(fastcm_shared PROPERTIES
 # dependencies (DPDK, threads) come along as private link items.
 target_link_libraries(fastcm_shared PRIVATE
   "$<LINK_LIBRARY:WHOLE_ARCHIVE,fastcm,fastcm_loopback>"
-  fastcm_engine fastcm_mad fastcm_shards fastcm_mempool fastcm_dpdk_runtime PkgConfig::DPDK Threads::Threads)
+  fastcm_engine fastcm_mad fastcm_shards fastcm_mempool fastcm_dpdk_runtime fastcm_owned_ring PkgConfig::DPDK
+  Threads::Threads)
 target_link_options(fastcm_shared PRIVATE
   -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/libfastcm.map -Wl,--no-undefined)
 target_include_directories(fastcm_shared INTERFACE

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/checked_capacity.h"
+
 namespace fastcm::shards {
 
 // Immutable once published: shards read it while the writer builds the next one.
@@ -52,14 +54,6 @@ bool same_service(const ListenParams& a, const ListenParams& b) noexcept {
          ((a.service_id ^ b.service_id) & a.service_mask) == 0;
 }
 
-std::uint32_t checked_capacity(std::uint32_t capacity) {
-  if (capacity == 0 || capacity > ListenRegistry::kMaxCapacity) {
-    throw std::invalid_argument("ListenRegistry capacity must be 1.." +
-                                std::to_string(ListenRegistry::kMaxCapacity));
-  }
-  return capacity;
-}
-
 // Each registry's retire queue needs a ring name unique in the process.
 std::string retire_queue_name() {
   static std::atomic<std::uint32_t> registries{0};
@@ -70,7 +64,7 @@ std::string retire_queue_name() {
 }  // namespace
 
 ListenRegistry::ListenRegistry(std::uint32_t capacity, Epoch& epoch)
-    : capacity_(checked_capacity(capacity)),
+    : capacity_(runtime::checked_capacity("ListenRegistry", capacity, kMaxCapacity)),
       backlog_(std::make_unique<std::atomic<std::uint64_t>[]>(capacity)),
       retired_(epoch, kRetireCapacity, retire_queue_name(), /*multi_writer=*/false) {
   for (std::uint32_t slot = 0; slot < capacity; ++slot) {

@@ -13,10 +13,10 @@
 #include <system_error>
 #include <type_traits>
 
+#include "runtime/checked_capacity.h"
+
 namespace fastcm::shards {
 namespace {
-
-constexpr std::align_val_t kRingAlign{64};
 
 // Events travel by value: the ring copies them as arrays of 32-bit words.
 static_assert(std::is_trivially_copyable_v<Event>, "the ring copies Events bytewise");
@@ -27,42 +27,24 @@ constexpr unsigned kEventSize = sizeof(Event);
 
 }  // namespace
 
-void MpscEventQueue::RingMemoryDeleter::operator()(void* p) const noexcept {
-  ::operator delete(p, kRingAlign);
-}
-
-MpscEventQueue::MpscEventQueue(std::uint32_t capacity) : capacity_(capacity) {
-  if (capacity == 0 || capacity > kMaxCapacity) {
-    throw std::invalid_argument("MpscEventQueue capacity must be 1.." +
-                                std::to_string(kMaxCapacity));
-  }
-  // RING_F_EXACT_SZ: the ring holds exactly `capacity`; its storage is the next power of two
-  // above it, which is what the memory size must be computed for.
-  const ssize_t size = rte_ring_get_memsize_elem(kEventSize, rte_align32pow2(capacity + 1));
-  if (size < 0) {
-    throw std::system_error(static_cast<int>(-size), std::generic_category(), "ring memsize");
-  }
-  ring_memory_.reset(::operator new(static_cast<std::size_t>(size), kRingAlign));
-  ring_ = static_cast<rte_ring*>(ring_memory_.get());
-  // Our own memory and rte_ring_init, not rte_ring_create_elem: no EAL needed (rte_ring_init works without it).
-  // Sync modes, as for the shard inbox (shard_inbox.cpp), whose reasons hold here too:
-  // - producers HTS: the shards push concurrently; classic MP spun for minutes under TSan with
-  //   four producers on two cores and was slowest on an oversubscribed machine.
-  // - consumer HTS, though there is one: its tail accesses are C11 acquire/release atomics that
-  //   TSan sees (Debian's x86 SC dequeue uses barriers TSan cannot see), so what a shard wrote
-  //   before pushing (the MAD's contents) reaches the polling thread through edges TSan checks,
-  //   not reported as a race in our code. One uncontended CAS per pop. (TSan still reports the
-  //   ring's own slot copies, inside rte_ring_elem_pvt.h, suppressed as DPDK internals: it keys
-  //   synchronization by address, and HTS moves the head with a CAS on a 64-bit word but publishes
-  //   the tail with a store to its upper half, so a pusher that waited on the head does not pass
-  //   on the previous pusher's slot writes. Writes made before the head CAS are passed on.)
-  // DPDK 22.11 has the element-size HTS calls (rte_ring_mp_hts_enqueue_bulk_elem,
-  // rte_ring_mc_hts_dequeue_burst_elem); they are called directly, skipping the sync-type switch.
-  if (const int rc = rte_ring_init(ring_, "fastcm_evq", capacity,
-                                   RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ);
-      rc != 0) {
-    throw std::system_error(-rc, std::generic_category(), "rte_ring_init fastcm_evq");
-  }
+// RING_F_EXACT_SZ: the ring holds exactly `capacity`.
+// Sync modes, as for the shard inbox (shard_inbox.cpp), whose reasons hold here too:
+// - producers HTS: the shards push concurrently; classic MP spun for minutes under TSan with
+//   four producers on two cores and was slowest on an oversubscribed machine.
+// - consumer HTS, though there is one: its tail accesses are C11 acquire/release atomics that
+//   TSan sees (Debian's x86 SC dequeue uses barriers TSan cannot see), so what a shard wrote
+//   before pushing (the MAD's contents) reaches the polling thread through edges TSan checks,
+//   not reported as a race in our code. One uncontended CAS per pop. (TSan still reports the
+//   ring's own slot copies, inside rte_ring_elem_pvt.h, suppressed as DPDK internals: it keys
+//   synchronization by address, and HTS moves the head with a CAS on a 64-bit word but publishes
+//   the tail with a store to its upper half, so a pusher that waited on the head does not pass
+//   on the previous pusher's slot writes. Writes made before the head CAS are passed on.)
+// DPDK 22.11 has the element-size HTS calls (rte_ring_mp_hts_enqueue_bulk_elem,
+// rte_ring_mc_hts_dequeue_burst_elem); they are called directly, skipping the sync-type switch.
+MpscEventQueue::MpscEventQueue(std::uint32_t capacity)
+    : capacity_(runtime::checked_capacity("MpscEventQueue", capacity, kMaxCapacity)),
+      ring_("fastcm_evq", capacity, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ,
+            kEventSize) {
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
 }
@@ -73,7 +55,7 @@ bool MpscEventQueue::push(const Event& event, engine::MadBuf* mad) noexcept {
   // The reference is taken before the event is visible: the consumer may pop and release it at
   // once. (Relaxed, as engine::retain: the caller already holds a reference.)
   if (mad != nullptr) engine::retain(*mad);
-  if (rte_ring_mp_hts_enqueue_bulk_elem(ring_, &event, kEventSize, 1, nullptr) == 0) {
+  if (rte_ring_mp_hts_enqueue_bulk_elem(ring_.get(), &event, kEventSize, 1, nullptr) == 0) {
     // Full: give back the reference just taken. The caller's own reference keeps the count above
     // zero, so this can never be the last release (no pool needed) and orders nothing.
     if (mad != nullptr) mad->refs.fetch_sub(1, std::memory_order_relaxed);
@@ -87,7 +69,7 @@ bool MpscEventQueue::push(const Event& event, engine::MadBuf* mad) noexcept {
 std::size_t MpscEventQueue::pop(std::span<Event> out) noexcept {
   const auto want = static_cast<unsigned>(std::min<std::size_t>(out.size(), capacity_));
   unsigned left = 0;
-  const unsigned n = rte_ring_mc_hts_dequeue_burst_elem(ring_, out.data(), kEventSize, want, &left);
+  const unsigned n = rte_ring_mc_hts_dequeue_burst_elem(ring_.get(), out.data(), kEventSize, want, &left);
   if (left == 0) settle_empty();
   return n;
 }
@@ -148,8 +130,8 @@ std::uint32_t MpscEventQueue::count() const noexcept {
   // consumer tail and the difference never wraps. It may count slots freed and refilled in
   // between, which size() clamps. The producer tail with acquire (partner: the enqueue's R0),
   // although C2 needs no more than C1 gave it: the enqueues it must see already happen-before.
-  const std::uint32_t cons = __atomic_load_n(&ring_->cons.tail, __ATOMIC_ACQUIRE);
-  const std::uint32_t prod = __atomic_load_n(&ring_->prod.tail, __ATOMIC_ACQUIRE);
+  const std::uint32_t cons = __atomic_load_n(&ring_.get()->cons.tail, __ATOMIC_ACQUIRE);
+  const std::uint32_t prod = __atomic_load_n(&ring_.get()->prod.tail, __ATOMIC_ACQUIRE);
   return prod - cons;
 }
 

@@ -36,8 +36,7 @@
 #include "engine/mad_buf.h"
 #include "fastcm/event.h"
 #include "fastcm/event_queue.h"
-
-struct rte_ring;
+#include "runtime/owned_ring.h"
 
 namespace fastcm::shards {
 
@@ -75,9 +74,6 @@ class MpscEventQueue final : public EventQueue {
   [[nodiscard]] int event_fd() const noexcept override { return event_fd_; }
 
  private:
-  struct RingMemoryDeleter {
-    void operator()(void* p) const noexcept;
-  };
   // Bits of wake_ (see signal() and settle_empty() for the protocol).
   enum : std::uint32_t { kClaimed = 1, kWritten = 2 };
 
@@ -91,8 +87,7 @@ class MpscEventQueue final : public EventQueue {
   [[nodiscard]] std::uint32_t count() const noexcept;
 
   std::uint32_t capacity_;
-  std::unique_ptr<void, RingMemoryDeleter> ring_memory_;
-  rte_ring* ring_;  // HTS producers and consumer (see the constructor)
+  runtime::OwnedRing ring_;  // HTS producers and consumer (see the constructor)
   int event_fd_ = -1;
   // The wake-up state since the consumer last cleared it: kClaimed once a pusher (or the consumer
   // re-signalling) took the job of writing the eventfd, kWritten once that write is done; 0 when

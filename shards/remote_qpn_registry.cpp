@@ -7,6 +7,8 @@
 #include <string>
 #include <thread>
 
+#include "runtime/checked_capacity.h"
+
 namespace fastcm::shards {
 namespace detail {
 
@@ -83,14 +85,6 @@ static_assert(first_slot(kTagHighs) == 0 && first_slot(kTagHighs & ~0x820U) == 2
 
 __extension__ typedef unsigned __int128 Product;  // 64 x 64 -> 128-bit multiply
 
-std::uint32_t checked_capacity(std::uint32_t capacity) {
-  if (capacity == 0 || capacity > RemoteQpnRegistry::kMaxCapacity) {
-    throw std::invalid_argument("RemoteQpnRegistry capacity must be 1.." +
-                                std::to_string(RemoteQpnRegistry::kMaxCapacity));
-  }
-  return capacity;
-}
-
 std::uint64_t random_seed() {
   std::random_device device;
   return std::uint64_t{device()} << 32 | device();
@@ -146,7 +140,7 @@ std::uint32_t fill_slot(RemoteQpnChunk& chunk, std::uint32_t i, engine::RemoteQp
 }  // namespace
 
 RemoteQpnRegistry::RemoteQpnRegistry(std::uint32_t capacity)
-    : capacity_(checked_capacity(capacity)),
+    : capacity_(runtime::checked_capacity("RemoteQpnRegistry", capacity, kMaxCapacity)),
       chunk_count_((capacity_ + kEntriesPerChunk - 1) / kEntriesPerChunk),
       guid_seed_(random_seed()),
       // The high bit keeps the multiplier's QPN half from ever being zero.

@@ -26,7 +26,7 @@
 #include <memory>
 #include <span>
 
-struct rte_ring;
+#include "runtime/owned_ring.h"
 
 namespace fastcm::shards {
 
@@ -85,15 +85,11 @@ class ShardInbox {
   [[nodiscard]] int event_fd() const noexcept { return event_fd_; }
 
  private:
-  struct RingMemoryDeleter {
-    void operator()(void* p) const noexcept;
-  };
   enum : std::uint32_t { kIdle, kArmed, kSignalled };
 
   std::uint32_t capacity_;
-  std::unique_ptr<void, RingMemoryDeleter> ring_memory_;
   // HTS on both sides; one consumer by contract (see the constructor for why not SC dequeue).
-  rte_ring* ring_;
+  runtime::OwnedRing ring_;
   // The consumer's sleep state: kIdle -> kArmed by arm(); kArmed -> kSignalled by the one producer
   // that writes the eventfd; back to kIdle by disarm() or a failed arm(). Its own cache line:
   // producers read-modify-write it once per burst.

@@ -12,38 +12,19 @@
 #include <system_error>
 
 namespace fastcm::loopback {
-namespace {
-constexpr std::align_val_t kRingAlign{64};
-}  // namespace
 
-void PortQueue::RingMemoryDeleter::operator()(void* p) const noexcept {
-  ::operator delete(p, kRingAlign);
-}
-
-rte_ring* PortQueue::init_ring(RingMemory& memory, const char* kind, std::uint32_t id,
-                               std::uint32_t count, unsigned flags) {
-  const ssize_t size = rte_ring_get_memsize(count);
-  if (size < 0) throw std::system_error(static_cast<int>(-size), std::generic_category(), kind);
-  memory.reset(::operator new(static_cast<std::size_t>(size), kRingAlign));
-  auto* ring = static_cast<rte_ring*>(memory.get());
-  const std::string name = std::string(kind) + std::to_string(id);
-  if (const int rc = rte_ring_init(ring, name.c_str(), count, flags); rc != 0) {
-    throw std::system_error(-rc, std::generic_category(), "rte_ring_init " + name);
-  }
-  return ring;
-}
-
+// Both rings hold every slot exactly (RING_F_EXACT_SZ). Senders use HTS (head/tail sync) rings,
+// entered through the generic rte_ring_enqueue/dequeue calls that dispatch on each side's sync
+// type. With classic MP/MC, four sender threads on two cores spun on each other's tail update for
+// minutes under TSan; with HTS the same test takes under a second, and its atomics are plain
+// __atomic builtins that TSan understands.
 PortQueue::PortQueue(std::uint32_t depth, std::uint32_t id)
-    : depth_(depth), slots_(std::make_unique<Slot[]>(depth)) {
-  // A power-of-two ring of count entries holds count - 1, so both rings fit every slot.
-  const std::uint32_t count = rte_align32pow2(depth + 1);
-  // Senders use HTS (head/tail sync) rings, entered through the generic rte_ring_enqueue/dequeue
-  // calls that dispatch on each side's sync type. With classic MP/MC, four sender threads on two
-  // cores spun on each other's tail update for minutes under TSan; with HTS the same test takes
-  // under a second, and its atomics are plain __atomic builtins that TSan understands.
-  rx_ = init_ring(rx_memory_, "lbrx", id, count, RING_F_MP_HTS_ENQ | RING_F_SC_DEQ);
-  free_ = init_ring(free_memory_, "lbfree", id, count, RING_F_SP_ENQ | RING_F_MC_HTS_DEQ);
-  for (std::uint32_t i = 0; i < depth; ++i) rte_ring_enqueue(free_, &slots_[i]);
+    : depth_(depth),
+      slots_(std::make_unique<Slot[]>(depth)),
+      rx_("lbrx" + std::to_string(id), depth, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_SC_DEQ),
+      free_("lbfree" + std::to_string(id), depth,
+            RING_F_EXACT_SZ | RING_F_SP_ENQ | RING_F_MC_HTS_DEQ) {
+  for (std::uint32_t i = 0; i < depth; ++i) rte_ring_enqueue(free_.get(), &slots_[i]);
   held_.reserve(depth);
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
@@ -53,7 +34,7 @@ PortQueue::~PortQueue() { ::close(event_fd_); }
 
 PortQueue::Slot* PortQueue::try_acquire() noexcept {
   void* obj = nullptr;
-  if (rte_ring_dequeue(free_, &obj) != 0) return nullptr;
+  if (rte_ring_dequeue(free_.get(), &obj) != 0) return nullptr;
   auto* slot = static_cast<Slot*>(obj);
   // Acquire partner: the release in copy_out(), so the consumer's last reads of this slot
   // happen-before the caller's writes.
@@ -66,7 +47,7 @@ void PortQueue::publish(Slot* slot, std::uint64_t deliver_at_ns) noexcept {
   // Release partner: the acquire in receive() / next_delivery_ns(), which then see the filled pkt.
   slot->state.store(std::min(deliver_at_ns, kFree - 1), std::memory_order_release);
   // Cannot fail: the ring has room for every slot there is.
-  rte_ring_enqueue(rx_, slot);
+  rte_ring_enqueue(rx_.get(), slot);
 }
 
 void PortQueue::notify() noexcept {
@@ -90,7 +71,7 @@ bool PortQueue::arm() noexcept {
     // with an acquire load, rte_ring_empty() with a plain read that TSan reports as a race against
     // the HTS senders. A MAD found here waits among the held ones (kDue sorts first).
     void* obj = nullptr;
-    if (rte_ring_dequeue(rx_, &obj) != 0) return true;
+    if (rte_ring_dequeue(rx_.get(), &obj) != 0) return true;
     auto* slot = static_cast<Slot*>(obj);
     hold(slot, slot->state.load(std::memory_order_acquire));  // partner: publish()
   }
@@ -136,7 +117,7 @@ std::size_t PortQueue::receive(std::span<MadPacket* const> bufs, const Clock& cl
   const auto now_ns = [&] { return now ? *now : *(now = clock.now_ns()); };
   // Copied-out slots go back to the senders a burst at a time (one ring operation, not one per
   // MAD), at the latest when this call returns.
-  Freed freed(free_);
+  Freed freed(free_.get());
   const auto hand_out = [&](Slot* slot) {
     copy_out(slot, bufs[n++]);
     freed.add(slot);
@@ -150,7 +131,7 @@ std::size_t PortQueue::receive(std::span<MadPacket* const> bufs, const Clock& cl
   void* objs[kBurst];
   while (n < bufs.size()) {
     const auto want = static_cast<unsigned>(std::min(bufs.size() - n, kBurst));
-    const unsigned got = rte_ring_dequeue_burst(rx_, objs, want, nullptr);
+    const unsigned got = rte_ring_dequeue_burst(rx_.get(), objs, want, nullptr);
     for (unsigned i = 0; i < got; ++i) {
       auto* slot = static_cast<Slot*>(objs[i]);
       const std::uint64_t at = slot->state.load(std::memory_order_acquire);  // partner: publish()
@@ -170,7 +151,7 @@ std::optional<std::uint64_t> PortQueue::next_delivery_ns(const Clock& clock) noe
   const std::uint64_t now = clock.now_ns();
   void* objs[kBurst];
   unsigned got = 0;
-  while ((got = rte_ring_dequeue_burst(rx_, objs, kBurst, nullptr)) > 0) {
+  while ((got = rte_ring_dequeue_burst(rx_.get(), objs, kBurst, nullptr)) > 0) {
     for (unsigned i = 0; i < got; ++i) {
       auto* slot = static_cast<Slot*>(objs[i]);
       const std::uint64_t at = slot->state.load(std::memory_order_acquire);  // partner: publish()
@@ -181,6 +162,6 @@ std::optional<std::uint64_t> PortQueue::next_delivery_ns(const Clock& clock) noe
   return held_.front().deliver_at_ns;
 }
 
-std::size_t PortQueue::in_flight() const noexcept { return depth_ - rte_ring_count(free_); }
+std::size_t PortQueue::in_flight() const noexcept { return depth_ - rte_ring_count(free_.get()); }
 
 }  // namespace fastcm::loopback

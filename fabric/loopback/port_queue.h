@@ -14,6 +14,7 @@
 
 #include "fastcm/clock.h"
 #include "fastcm/fabric.h"
+#include "runtime/owned_ring.h"
 
 struct rte_ring;
 
@@ -81,10 +82,6 @@ class PortQueue {
   [[nodiscard]] int event_fd() const noexcept { return event_fd_; }
 
  private:
-  struct RingMemoryDeleter {
-    void operator()(void* p) const noexcept;
-  };
-  using RingMemory = std::unique_ptr<void, RingMemoryDeleter>;
   static constexpr std::size_t kBurst = 32;  // ring entries moved per ring operation
   // Slots the consumer has copied out, not yet back in the free ring.
   struct Freed {
@@ -101,8 +98,6 @@ class PortQueue {
     Slot* slot;
   };
   static bool later(const Held& x, const Held& y) noexcept;  // the heap order (min-heap)
-  static rte_ring* init_ring(RingMemory& memory, const char* kind, std::uint32_t id,
-                             std::uint32_t count, unsigned flags);
 
   void hold(Slot* slot, std::uint64_t deliver_at_ns) noexcept;
   // Copies the MAD into `buf` and marks the slot free; the caller returns it to the free ring.
@@ -112,10 +107,8 @@ class PortQueue {
 
   std::uint32_t depth_;
   std::unique_ptr<Slot[]> slots_;
-  RingMemory rx_memory_;
-  RingMemory free_memory_;
-  rte_ring* rx_;    // filled slots: multi-producer (HTS), single-consumer
-  rte_ring* free_;  // free slots: single-producer (the consumer), multi-consumer (HTS, senders)
+  runtime::OwnedRing rx_;    // filled slots: multi-producer (HTS), single-consumer
+  runtime::OwnedRing free_;  // free slots: single-producer (the consumer), multi-consumer (HTS, senders)
   std::vector<Held> held_;  // consumer-only min-heap; capacity `depth` reserved, never exceeded
   std::uint64_t arrivals_ = 0;
   // Wake-up state: the consumer arms it, the first sender to see it armed signals the eventfd.

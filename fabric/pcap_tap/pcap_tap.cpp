@@ -11,26 +11,15 @@
 #include <system_error>
 
 #include "fabric/pcap_tap/tap_frame.h"
+#include "runtime/checked_capacity.h"
 
 namespace fastcm::pcap_tap {
 
 namespace {
 
-constexpr std::align_val_t kRingAlign{64};
 constexpr unsigned kBurst = 64;
 constexpr std::uint32_t kMaxQueuePackets = 1u << 20;
 constexpr auto kIdleLook = std::chrono::milliseconds(1);
-
-rte_ring* make_ring(const char* name, std::uint32_t count, unsigned flags) {
-  const ssize_t size = rte_ring_get_memsize(count);
-  if (size < 0) throw std::system_error(static_cast<int>(-size), std::generic_category(), name);
-  auto* ring = static_cast<rte_ring*>(::operator new(static_cast<std::size_t>(size), kRingAlign));
-  if (const int rc = rte_ring_init(ring, name, count, flags); rc != 0) {
-    ::operator delete(ring, kRingAlign);
-    throw std::system_error(-rc, std::generic_category(), std::string("rte_ring_init ") + name);
-  }
-  return ring;
-}
 
 std::uint64_t unix_time_ns() noexcept {
   timespec ts{};
@@ -47,13 +36,15 @@ std::string interface_name(const PortAttr& port) {
 
 }  // namespace
 
-void PcapTap::RingDeleter::operator()(rte_ring* r) const noexcept { ::operator delete(r, kRingAlign); }
-
+// Both rings hold every slot exactly (RING_F_EXACT_SZ).
 PcapTap::PcapTap(Fabric& inner, const PcapTapConfig& config)
-    : inner_(inner), max_bytes_(config.max_bytes), file_(config.path) {
-  if (config.queue_packets == 0 || config.queue_packets > kMaxQueuePackets) {
-    throw std::invalid_argument("PcapTapConfig::queue_packets must be 1..2^20");
-  }
+    : inner_(inner),
+      max_bytes_(config.max_bytes),
+      slots_(std::make_unique<Slot[]>(
+          runtime::checked_capacity("PcapTapConfig::queue_packets", config.queue_packets, kMaxQueuePackets))),
+      free_("tapfree", config.queue_packets, RING_F_EXACT_SZ | RING_F_SP_ENQ | RING_F_MC_HTS_DEQ),
+      queued_("tapq", config.queue_packets, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_SC_DEQ),
+      file_(config.path) {
   for (const PortAttr& port : inner.ports()) file_.add_interface(interface_name(port));
   if (!file_.flush()) {
     throw std::system_error(file_.last_errno(), std::generic_category(), config.path.string());
@@ -61,11 +52,6 @@ PcapTap::PcapTap(Fabric& inner, const PcapTapConfig& config)
   if (file_.size() > max_bytes_) {
     throw std::invalid_argument("PcapTapConfig::max_bytes is below the file's headers");
   }
-  slots_ = std::make_unique<Slot[]>(config.queue_packets);
-  // A power-of-two ring of count entries holds count - 1: both rings fit every slot.
-  const std::uint32_t count = rte_align32pow2(config.queue_packets + 1);
-  free_.reset(make_ring("tapfree", count, RING_F_SP_ENQ | RING_F_MC_HTS_DEQ));
-  queued_.reset(make_ring("tapq", count, RING_F_MP_HTS_ENQ | RING_F_SC_DEQ));
   for (std::uint32_t i = 0; i < config.queue_packets; ++i) rte_ring_enqueue(free_.get(), &slots_[i]);
   writer_ = std::thread([this] { write_loop(); });
 }

@@ -25,8 +25,7 @@
 
 #include "fabric/pcap_tap/pcapng_writer.h"
 #include "fastcm/fabric.h"
-
-struct rte_ring;
+#include "runtime/owned_ring.h"
 
 namespace fastcm::pcap_tap {
 
@@ -84,11 +83,6 @@ class PcapTap final : public Fabric {
     // hand-off already, outside the C++ memory model; this release/acquire pair states it in it.
     std::atomic<bool> queued{false};
   };
-  struct RingDeleter {
-    void operator()(rte_ring* r) const noexcept;
-  };
-  using Ring = std::unique_ptr<rte_ring, RingDeleter>;
-
   template <typename Packet>
   void record(std::uint16_t port_index, std::span<Packet* const> pkts, Direction direction) noexcept;
   void write_loop();
@@ -98,8 +92,8 @@ class PcapTap final : public Fabric {
   Fabric& inner_;
   std::uint64_t max_bytes_;
   std::unique_ptr<Slot[]> slots_;
-  Ring free_;    // slots to fill: many recorders take (HTS), the writer gives back
-  Ring queued_;  // filled slots: many recorders give (HTS), the writer takes
+  runtime::OwnedRing free_;    // slots to fill: many recorders take (HTS), the writer gives back
+  runtime::OwnedRing queued_;  // filled slots: many recorders give (HTS), the writer takes
   PcapngWriter file_;
   std::uint64_t processed_ = 0;  // the writer's: slots it has taken from queued_
   // Set by the writer when the file is full; read by the recorders to stop early. Relaxed: a
