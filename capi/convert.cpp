@@ -423,7 +423,7 @@ fastcm_port_counters to_c(const PortCounters& in) noexcept {
   fastcm_port_counters out{};
   for (std::size_t k = 0; k < kCmMessageKinds; ++k) {
     out.messages[k] = {in.messages[k].sent, in.messages[k].received, in.messages[k].retried,
-                       in.messages[k].duplicate};
+                       in.messages[k].duplicate, in.messages[k].timed_out};
   }
   std::copy(in.drops.begin(), in.drops.end(), out.drops);
   return out;

@@ -12,6 +12,8 @@
 #include "fastcm/event.h"
 #include "fastcm/fastcm.h"
 #include "fastcm/qp_attr.h"
+#include "fastcm/log.h"
+#include "fastcm/settings.h"
 #include "fastcm/status.h"
 #include "fastcm/version.h"
 
@@ -21,6 +23,15 @@ namespace {
 #define FASTCM_SAME(c_value, cpp_value) \
   static_assert(static_cast<long long>(c_value) == static_cast<long long>(cpp_value), #c_value)
 
+FASTCM_SAME(FASTCM_LOG_OFF, LogLevel::off);
+FASTCM_SAME(FASTCM_LOG_ERROR, LogLevel::error);
+FASTCM_SAME(FASTCM_LOG_WARNING, LogLevel::warning);
+FASTCM_SAME(FASTCM_LOG_NOTICE, LogLevel::notice);
+FASTCM_SAME(FASTCM_LOG_INFO, LogLevel::info);
+FASTCM_SAME(FASTCM_LOG_DEBUG, LogLevel::debug);
+FASTCM_SAME(FASTCM_FABRIC_LOOPBACK, FabricType::loopback);
+FASTCM_SAME(FASTCM_FABRIC_UMAD, FabricType::umad);
+FASTCM_SAME(FASTCM_FABRIC_UDP, FabricType::udp);
 FASTCM_SAME(FASTCM_OK, Status::ok);
 FASTCM_SAME(FASTCM_ERR_STALE_ID, Status::stale_id);
 FASTCM_SAME(FASTCM_ERR_INVALID_STATE, Status::invalid_state);

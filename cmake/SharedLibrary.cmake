@@ -9,7 +9,7 @@
 # CMAKE_INSTALL_INCLUDEDIR is otherwise still empty and the exported target names no headers.
 include(GNUInstallDirs)
 set(FASTCM_ARCHIVES fastcm fastcm_engine fastcm_mad fastcm_shards fastcm_mempool fastcm_dpdk_runtime
-  fastcm_owned_ring fastcm_loopback fastcm_capi)
+  fastcm_owned_ring fastcm_loopback fastcm_capi fastcm_config fastcm_log fastcm_metrics)
 # Position-independent for the shared library. -fno-semantic-interposition keeps the optimizer's
 # inlining and direct calls inside the archives (nothing of them is interposed: the version
 # script exports only the API), so the static users see no -fPIC cost.
@@ -18,8 +18,10 @@ foreach(archive IN LISTS FASTCM_ARCHIVES)
   target_compile_options(${archive} PRIVATE -fno-semantic-interposition)
 endforeach()
 
-# The C API's objects are the library's own; the archives under it are linked whole.
-add_library(fastcm_shared SHARED $<TARGET_OBJECTS:fastcm_capi>)
+# The C API's, the settings parser's, the log's and the metrics' objects are the library's own; the archives
+# under them are linked whole.
+add_library(fastcm_shared SHARED $<TARGET_OBJECTS:fastcm_capi> $<TARGET_OBJECTS:fastcm_config>
+  $<TARGET_OBJECTS:fastcm_log> $<TARGET_OBJECTS:fastcm_metrics>)
 set_target_properties(fastcm_shared PROPERTIES
   OUTPUT_NAME fastcm
   EXPORT_NAME fastcm

@@ -8,6 +8,7 @@
 #include "engine/mad/codec.h"
 #include "engine/private_data.h"
 #include "engine/mad/units.h"
+#include "logging/log.h"
 
 namespace fastcm::engine {
 
@@ -145,7 +146,9 @@ void Protocol::on_retransmit_timeout(Cep& cep) noexcept {
     arm_timer(cep, CepTimer::retransmit, cep.retry_timeout_ns);
     return;
   }
-  // Out of retries: the peer is gone or unreachable.
+  // Out of retries: the peer is gone or unreachable. The message that went unanswered, before a
+  // REJ below takes its place.
+  const std::optional<mad::AttrId> unanswered = sent_attr(cep);
   Event ev;
   switch (cep.state) {
     case CepState::req_sent:
@@ -172,6 +175,7 @@ void Protocol::on_retransmit_timeout(Cep& cep) noexcept {
       break;
     default: return;
   }
+  if (unanswered) ++message_counters(cep.peer.port_index, *unanswered).timed_out;
   emit(cep, ev, nullptr);
 }
 
@@ -275,6 +279,8 @@ void Protocol::count_sent(std::uint16_t port_index, mad::AttrId attr) noexcept {
 
 void Protocol::drop(std::uint16_t port_index, DropReason why) noexcept {
   if (port_index < env_.ports.size()) ++counters_[port_index].drops[static_cast<std::size_t>(why)];
+  FASTCM_LOG(LogLevel::debug, "port index %u: MAD dropped, %s", static_cast<unsigned>(port_index),
+             to_string(why).data());  // the names are NUL-terminated literals
 }
 
 MessageCounters& Protocol::message_counters(std::uint16_t port_index, mad::AttrId attr) noexcept {

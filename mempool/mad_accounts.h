@@ -18,6 +18,7 @@
 
 #include "engine/endpoint_budget.h"
 #include "engine/mad_buf.h"
+#include "fastcm/counters.h"
 
 namespace fastcm::mempool {
 
@@ -61,6 +62,11 @@ class MadAccounts {
     return shards_[shard]->sent.used() + shards_[shard]->kept.used();
   }
   [[nodiscard]] std::uint32_t handshake_in_use() const noexcept;
+  // One shard's sent or kept half (fastcm::Level: now, high-water mark, limit). Any thread.
+  [[nodiscard]] Level level(std::uint32_t shard, engine::MadAccount account) const noexcept {
+    const engine::EndpointBudget& c = const_cast<MadAccounts&>(*this).counter(shard, account);
+    return Level{.now = c.used(), .high_water = c.high_water(), .limit = c.limit()};
+  }
 
  private:
   struct alignas(64) ShardCredits {

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "logging/log.h"
+
 namespace fastcm::shards {
 namespace {
 
@@ -32,6 +34,40 @@ ssize_t write_to_sink(void* cookie, const char* buf, std::size_t size) {
   return static_cast<ssize_t>(size);
 }
 
+// DPDK's level of the message being written: rte_vlog records it just before it formats into the
+// log stream and flushes, which runs the sink on the same thread.
+LogLevel current_dpdk_level() noexcept {
+  switch (rte_log_cur_msg_loglevel()) {
+    case RTE_LOG_EMERG:
+    case RTE_LOG_ALERT:
+    case RTE_LOG_CRIT:
+    case RTE_LOG_ERR: return LogLevel::error;
+    case RTE_LOG_WARNING: return LogLevel::warning;
+    case RTE_LOG_NOTICE: return LogLevel::notice;
+    case RTE_LOG_INFO: return LogLevel::info;
+    default: return LogLevel::debug;
+  }
+}
+
+void write_to_fastcm_log(void* /*ctx*/, std::string_view text) {
+  const LogLevel level = current_dpdk_level();
+  if (logging::enabled(level)) logging::write_text(level, text);
+}
+
+// The --log-level that lets through what fastcm's level would write (DPDK's numbers: 1 emergency
+// ... 8 debug); at LogLevel::off only EAL's critical messages.
+std::string dpdk_log_level(LogLevel level) {
+  switch (level) {
+    case LogLevel::off: return "2";
+    case LogLevel::error: return "4";
+    case LogLevel::warning: return "5";
+    case LogLevel::notice: return "6";
+    case LogLevel::info: return "7";
+    case LogLevel::debug: return "8";
+  }
+  return "4";
+}
+
 // A line-buffered stdio stream whose text goes to `sink`, for rte_openlog_stream.
 std::FILE* open_sink_stream(DpdkLogSink* sink) {
   cookie_io_functions_t io{};
@@ -50,6 +86,8 @@ std::size_t first_cpu(const cpu_set_t& set) {
 }
 
 }  // namespace
+
+DpdkLogSink fastcm_log_sink() noexcept { return DpdkLogSink{write_to_fastcm_log, nullptr}; }
 
 std::string_view to_string(DpdkErrc code) noexcept {
   switch (code) {
@@ -106,7 +144,8 @@ DpdkStatus DpdkRuntime::start_owned(const DpdkOwnedConfig& config,
 
   std::string memory = std::to_string(config.memory_mb);
   std::string lcores = "0@" + std::to_string(first_cpu(saved_affinity));
-  std::string log_level = "--log-level=" + config.log_level;
+  std::string log_level =
+      "--log-level=" + (config.log_level.empty() ? dpdk_log_level(fastcm::log_level()) : config.log_level);
   std::array<std::string, 10> args = {"fastcm", "--no-huge", "--no-shconf",   "--no-pci",
                                       "--no-telemetry", "-m", memory, "--lcores",
                                       lcores,   log_level};

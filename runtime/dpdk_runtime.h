@@ -47,10 +47,15 @@ struct DpdkLogSink {
   void* ctx = nullptr;
 };
 
+// EAL's text into fastcm's log (logging/log.h), each message at the level DPDK gave it.
+[[nodiscard]] DpdkLogSink fastcm_log_sink() noexcept;
+
 struct DpdkOwnedConfig {
   std::uint32_t memory_mb = 64;            // EAL heap (-m), from plain pages
-  std::string log_level = "error";         // --log-level value, e.g. "error" or "lib.eal:info"
-  DpdkLogSink log;
+  // --log-level value, e.g. "error" or "lib.eal:info"; empty: fastcm's level (fastcm/log.h) as
+  // it is when EAL starts.
+  std::string log_level;
+  DpdkLogSink log = fastcm_log_sink();
 };
 
 class DpdkRuntime {

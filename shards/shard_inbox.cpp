@@ -57,8 +57,15 @@ std::size_t ShardInbox::enqueue_burst(std::span<void* const> items) noexcept {
 }
 
 std::size_t ShardInbox::dequeue_burst(std::span<void*> out) noexcept {
-  return rte_ring_dequeue_burst(ring_.get(), out.data(), static_cast<unsigned>(out.size()), nullptr);
+  unsigned left = 0;
+  const unsigned n = rte_ring_dequeue_burst(ring_.get(), out.data(), static_cast<unsigned>(out.size()), &left);
+  // The inbox is fullest just before the consumer takes from it. Relaxed: a statistic, written by
+  // the one consumer only, read by any thread.
+  if (n + left > high_water_.load(std::memory_order_relaxed)) high_water_.store(n + left, std::memory_order_relaxed);
+  return n;
 }
+
+std::uint32_t ShardInbox::size() const noexcept { return rte_ring_count(ring_.get()); }
 
 std::size_t ShardInbox::arm(std::span<void*> out) noexcept {
   eventfd_t ignored = 0;

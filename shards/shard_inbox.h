@@ -79,6 +79,10 @@ class ShardInbox {
   // --- Any thread.
 
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
+  // Items queued now (a snapshot).
+  [[nodiscard]] std::uint32_t size() const noexcept;
+  // The most items seen queued at once (at dequeue_burst: the inbox is fullest just before it).
+  [[nodiscard]] std::uint32_t high_water() const noexcept { return high_water_.load(std::memory_order_relaxed); }
 
   // Readable when an armed consumer has been signalled. For a shard multiplexing it with other fds
   // (poll/epoll); the inbox owns it.
@@ -95,6 +99,7 @@ class ShardInbox {
   // producers read-modify-write it once per burst.
   alignas(64) std::atomic<std::uint32_t> wake_{kIdle};
   int event_fd_ = -1;
+  std::atomic<std::uint32_t> high_water_{0};  // the consumer's; see dequeue_burst
 };
 
 }  // namespace fastcm::shards

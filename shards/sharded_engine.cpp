@@ -307,6 +307,18 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   }
   std::uint32_t mad_buffers_in_use() const override { return accounts_->handshake_in_use(); }
 
+  void levels(EngineLevels& out) const override {
+    out.port_numbers.clear();
+    for (const PortAttr& port : fabric_.ports()) out.port_numbers.push_back(port.port_num);
+    out.endpoints = Level{.now = budget_.used(), .high_water = budget_.high_water(), .limit = budget_.limit()};
+    out.shards.resize(shards_.size());
+    for (std::uint32_t s = 0; s < shards_.size(); ++s) {
+      out.shards[s] = ShardLevels{.inbox = shards_[s]->inbox_level(),
+                                  .mad_sent = accounts_->level(s, engine::MadAccount::sent),
+                                  .mad_kept = accounts_->level(s, engine::MadAccount::kept)};
+    }
+  }
+
  private:
   // ShardSet
   Shard& shard(std::uint32_t index) noexcept override { return *shards_[index]; }
@@ -377,14 +389,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     shards_[s]->counters(by_index);
     for (std::size_t p = 0; p < ports.size(); ++p) {
       if (ports[p].port_num >= out.size()) continue;
-      PortCounters& dst = out[ports[p].port_num];
-      for (std::size_t m = 0; m < kCmMessageKinds; ++m) {
-        dst.messages[m].sent += by_index[p].messages[m].sent;
-        dst.messages[m].received += by_index[p].messages[m].received;
-        dst.messages[m].retried += by_index[p].messages[m].retried;
-        dst.messages[m].duplicate += by_index[p].messages[m].duplicate;
-      }
-      for (std::size_t d = 0; d < kDropReasons; ++d) dst.drops[d] += by_index[p].drops[d];
+      out[ports[p].port_num] += by_index[p];
     }
   }
 

@@ -51,7 +51,7 @@ void Acceptor::listen() {
   ListenParams lp;
   lp.service_id = options_.service_id;
   lp.backlog = sizing_.backlog;
-  lp.backlog_policy = BacklogPolicy::reject;
+  lp.backlog_policy = options_.backlog_policy;
   lp.delivery = delivery_;
   start_ = SteadyTime::now();
   if (const Status s = server.listen(lp, listen_id_); s != Status::ok) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bench/fastcm_bench/acceptor.h"
 #include "bench/fastcm_bench/fabric_choice.h"
@@ -30,6 +31,8 @@
 #include "bench/fastcm_bench/rig.h"
 #include "bench/fastcm_bench/server_report.h"
 #include "bench/fastcm_bench/storm.h"
+#include "fastcm/log.h"
+#include "metrics/metrics_file.h"
 #include "tools/fastcm-mad/gid_text.h"
 
 namespace {
@@ -66,6 +69,17 @@ std::string ports_text(std::span<const PortAttr> ports) {
   return text;
 }
 
+// --metrics: the role's engines, named by their side, written every --metrics-interval until the
+// returned writer is destroyed (then once more). Null without --metrics.
+std::unique_ptr<metrics::MetricsFile> start_metrics(const Options& o, const Rig& rig) {
+  if (o.metrics_path.empty()) return nullptr;
+  std::vector<MetricsSource> sources;
+  if (rig.has_server()) sources.push_back({&rig.server(), "server"});
+  if (rig.has_client()) sources.push_back({&rig.client(), "client"});
+  return std::make_unique<metrics::MetricsFile>(o.metrics_path, std::move(sources),
+                                                std::chrono::milliseconds(o.metrics_interval_ms));
+}
+
 // --role both and --role client.
 int run_storm(const Options& options, std::unique_ptr<Fabric> fabric) {
   const RigSizing sizing = size_rig(options);
@@ -84,6 +98,7 @@ int run_storm(const Options& options, std::unique_ptr<Fabric> fabric) {
   const double create_start = process_cpu_seconds();
   const auto create_wall = std::chrono::steady_clock::now();
   rig.create_engines();
+  const std::unique_ptr<metrics::MetricsFile> metrics = start_metrics(options, rig);
   if (acceptor) acceptor->listen();
   storm.prepare();
   report.create_wall_s =
@@ -138,6 +153,7 @@ int run_server(const Options& options, std::unique_ptr<Fabric> fabric,
   report.sizing = sizing;
   report.ports = ports_text(rig.server_ports());
   rig.create_engines();
+  const std::unique_ptr<metrics::MetricsFile> metrics = start_metrics(options, rig);
   acceptor.listen();
   // The one line other processes (tests, scripts) wait for before they connect.
   std::cerr << "fastcm-bench: listening on service ID " << hex_text(options.service_id) << ": "
@@ -188,6 +204,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   const std::optional<Options> options = parse_options(argc, argv, exit_code);
   if (!options) return exit_code;
+  set_log_level(options->log_level);
   if (!options->plot_path.empty() && !gnuplot_available()) {
     std::cerr << "fastcm-bench: --plot needs gnuplot, which is not on PATH "
                  "(install it with: apt-get install gnuplot-nox)\n";

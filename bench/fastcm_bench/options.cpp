@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/fastcm_bench/config_options.h"
 #include "fabric/loopback/loopback_config.h"
 #include "fastcm/engine.h"
 #include "fastcm/params.h"
@@ -256,6 +257,21 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_option("--pcap-limit", o.pcap_limit,
                  "the capture's size limit in bytes; later MADs are counted, not recorded")
       ->capture_default_str();
+  // Operating the run: a settings file under the command line, metrics, the log's level.
+  app.add_option("--config", o.config_path,
+                 "a settings file (INI, configs/README.md): its keys are the defaults of the "
+                 "options above; options given here win")
+      ->check(CLI::ExistingFile);
+  app.add_option("--metrics", o.metrics_path,
+                 "write the engines' counters to this file every --metrics-interval (replaced "
+                 "atomically): Prometheus text, or JSON for a name ending in .json");
+  app.add_option("--metrics-interval", o.metrics_interval_ms, "milliseconds between metrics writes")
+      ->check(CLI::Range(10u, 3'600'000u))
+      ->capture_default_str();
+  std::string log_level = "warning";
+  app.add_option("--log-level", log_level, "fastcm's log level (messages go to standard error)")
+      ->check(CLI::IsMember({"off", "error", "warning", "notice", "info", "debug"}))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -272,6 +288,17 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
     o.service_id = rdma_cm::service_id(rdma_cm::PortSpace::tcp, rdma_cm_port);
   }
   if (app.count("--target-lid") > 0) o.target.lid = target_lid;
+  for (const LogLevel level : {LogLevel::off, LogLevel::error, LogLevel::warning, LogLevel::notice,
+                               LogLevel::info, LogLevel::debug}) {
+    if (to_string(level) == log_level) o.log_level = level;
+  }
+  if (!o.config_path.empty()) {
+    if (const std::string problem = apply_config_file(app, o); !problem.empty()) {
+      std::cerr << "fastcm-bench: --config " << problem << '\n';
+      exit_code = 2;
+      return std::nullopt;
+    }
+  }
   if (const std::string conflict = check_combination(app, o); !conflict.empty()) {
     std::cerr << "fastcm-bench: " << conflict << '\n';
     exit_code = 2;

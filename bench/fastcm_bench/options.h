@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "bench/fastcm_bench/ip_address.h"
+#include "fastcm/engine.h"
+#include "fastcm/log.h"
 #include "fastcm/types.h"
 
 namespace fastcm::bench {
@@ -29,6 +31,15 @@ struct Target {
   std::optional<Lid> lid;       // --target-lid: InfiniBand only
   std::optional<Gid> gid;       // --target-gid (on RoCE and udp --target-ip's GID stands in)
   std::optional<IpAddress> ip;  // --target-ip: the rdma_cm header's destination
+};
+
+// Sizes a --config file gives: the run's own sizing (rig.h) is raised to them, never lowered.
+struct SizeFloors {
+  std::uint32_t max_endpoints = 0;
+  std::uint32_t mad_buffers = 0;
+  std::uint32_t shard_inbox = 0;
+  std::uint32_t backlog = 0;
+  std::uint32_t rx_queue_depth = 0;
 };
 
 struct Options {
@@ -68,6 +79,18 @@ struct Options {
   std::string plot_path;  // empty: no plot
   std::string pcap_path;  // empty: no capture
   std::uint64_t pcap_limit = std::uint64_t{1} << 30;  // the capture file's size limit, bytes
+
+  // --config, --metrics, --metrics-interval, --log-level (config_options.h, metrics_writer.h).
+  std::string config_path;    // empty: no settings file
+  std::string metrics_path;   // empty: no metrics file
+  std::uint32_t metrics_interval_ms = 1000;
+  LogLevel log_level = LogLevel::warning;
+  // Each engine's configuration before the run sizes it (create_engines sets shards, threading,
+  // EAL and the sized fields); the rest (auto-MRA, idle spins, listens) may come from --config.
+  EngineConfig engine;
+  SizeFloors floors;
+  std::uint8_t max_cm_retries = 7;                       // of every REQ
+  BacklogPolicy backlog_policy = BacklogPolicy::reject;  // of the listen
 
   // Connections the run may open at most: `connections`, except with --duration and
   // --disconnect without --connections, where it is unbounded (each connection ends before the

@@ -102,11 +102,14 @@ RigSizing size_rig(const Options& options) {
     const std::uint64_t shard_need = lanes_per_shard * per_lane + kSlack;
     endpoints = std::max(endpoints, std::uint64_t{options.shards} * ((shard_need + 1) / 2));
   }
+  // A --config file's sizes (SizeFloors), where larger than the run's.
+  const SizeFloors& floors = options.floors;
+  endpoints = std::max<std::uint64_t>(endpoints, floors.max_endpoints);
   s.max_endpoints = static_cast<std::uint32_t>(endpoints);
-  s.shard_inbox = clamp_queue(4 * window, 4096);
-  s.rx_queue_depth = clamp_queue(4 * window, 2048);
+  s.shard_inbox = std::max(clamp_queue(4 * window, 4096), floors.shard_inbox);
+  s.rx_queue_depth = std::max(clamp_queue(4 * window, 2048), floors.rx_queue_depth);
   s.event_queue_capacity = clamp_queue(4 * window, 4096);
-  s.backlog = static_cast<std::uint32_t>(2 * window + 1024);
+  s.backlog = std::max(static_cast<std::uint32_t>(2 * window + 1024), floors.backlog);
   // An endpoint keeps its last sent and last received MAD until it is established, and none after
   // (the storm's REP and RTU carry no private data: Protocol::settle_established); add full
   // inboxes, and in poll mode the MADs that queued events hold.
@@ -121,9 +124,9 @@ RigSizing size_rig(const Options& options) {
   const std::uint64_t mads = 2 * holding + std::uint64_t{options.shards} * s.shard_inbox +
                              (options.mode == DeliveryMode::poll ? s.event_queue_capacity : 0) +
                              kSlack;
-  s.mad_buffers = static_cast<std::uint32_t>(mads);
+  s.mad_buffers = std::max(static_cast<std::uint32_t>(mads), floors.mad_buffers);
   s.eal_memory_mb = static_cast<std::uint32_t>(
-      (engine_count(options) * (mads + 2 * kSlack) * kEalBytesPerMad + (1u << 20) - 1) /
+      (engine_count(options) * (std::uint64_t{s.mad_buffers} + 2 * kSlack) * kEalBytesPerMad + (1u << 20) - 1) /
           (1u << 20) +
       kEalHeadroomMb);
   return s;
@@ -167,7 +170,7 @@ Rig::~Rig() {
 }
 
 void Rig::create_engines() {
-  EngineConfig config;
+  EngineConfig config = options_.engine;
   config.shards = options_.shards;
   config.threading = Threading::workers;
   config.eal = EalOwner::application;

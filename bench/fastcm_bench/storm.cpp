@@ -19,7 +19,6 @@ using namespace std::chrono_literals;
 
 // The source port in the rdma_cm header of every REQ (an rdma_cm listener only reports it).
 constexpr std::uint16_t kRdmaCmSourcePort = 0xFCB0;
-constexpr std::uint8_t kMaxCmRetries = 7;
 
 constexpr auto kTick = 50ms;              // high-water sampling
 constexpr auto kSampleEvery = 250ms;      // progress samples
@@ -84,7 +83,7 @@ Storm::Storm(Rig& rig, const Options& options, const RigSizing& sizing, Tally& t
     req.initiator_depth = 4;
     req.remote_cm_response_timeout = static_cast<std::uint8_t>(options.cm_timeout);
     req.local_cm_response_timeout = static_cast<std::uint8_t>(options.cm_timeout);
-    req.max_cm_retries = kMaxCmRetries;
+    req.max_cm_retries = options.max_cm_retries;
     req.private_data = req_data;
     req_templates_.push_back(req);
   }

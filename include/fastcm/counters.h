@@ -55,6 +55,34 @@ struct MessageCounters {
   std::uint64_t received = 0;
   std::uint64_t retried = 0;      // retransmissions we sent
   std::uint64_t duplicate = 0;    // retransmissions we received
+  std::uint64_t timed_out = 0;    // sent, and every retransmission went unanswered (an *_error event)
+
+  // Adds every field (sums over shards or ports).
+  MessageCounters& operator+=(const MessageCounters& o) noexcept {
+    sent += o.sent;
+    received += o.received;
+    retried += o.retried;
+    duplicate += o.duplicate;
+    timed_out += o.timed_out;
+    return *this;
+  }
+};
+
+// A bounded resource of an engine (Engine::levels): in use now, the most in use at once since the
+// engine was created, and its bound. `now` is a snapshot where other threads take and give.
+struct Level {
+  std::uint64_t now = 0;
+  std::uint64_t high_water = 0;
+  std::uint64_t limit = 0;
+};
+
+// One shard's resources: its inbox (received MADs and commands on their way to it) and its share
+// of the MAD pool's handshake part, in halves (EngineConfig::mad_buffers): MADs endpoints keep to
+// send again, and received MADs kept after their handling.
+struct ShardLevels {
+  Level inbox;
+  Level mad_sent;
+  Level mad_kept;
 };
 
 struct PortCounters {
@@ -66,6 +94,13 @@ struct PortCounters {
     return messages[static_cast<std::size_t>(k)];
   }
   [[nodiscard]] std::uint64_t dropped(DropReason r) const noexcept { return drops[static_cast<std::size_t>(r)]; }
+
+  // Adds every counter (sums over shards).
+  PortCounters& operator+=(const PortCounters& o) noexcept {
+    for (std::size_t k = 0; k < kCmMessageKinds; ++k) messages[k] += o.messages[k];
+    for (std::size_t r = 0; r < kDropReasons; ++r) drops[r] += o.drops[r];
+    return *this;
+  }
 };
 
 }  // namespace fastcm

@@ -26,6 +26,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "fastcm/clock.h"
 #include "fastcm/connection_info.h"
@@ -72,6 +73,14 @@ enum class EalOwner : std::uint8_t { engine, application };
 struct CidKey {
   std::uint64_t k0 = 0;
   std::uint64_t k1 = 0;
+};
+
+// What an exporter (fastcm/metrics.h) needs of an engine besides its counters: the port numbers of
+// its fabric, its shards, and the levels of its bounded resources.
+struct EngineLevels {
+  std::vector<std::uint8_t> port_numbers;  // the fabric's, in Fabric::ports() order
+  Level endpoints;                          // live endpoints, time-wait included (max_endpoints)
+  std::vector<ShardLevels> shards;          // one per shard
 };
 
 // Every field is checked by Engine::create (see ConfigField for the rules); the defaults pass.
@@ -261,6 +270,10 @@ class Engine {
   // reserves are not counted (the pollers' buffers, MADs waiting in inboxes, answers in flight).
   // Any thread; a snapshot, exact when the engine is idle.
   [[nodiscard]] virtual std::uint32_t mad_buffers_in_use() const = 0;
+  // The port numbers, shards and resource levels (EngineLevels) into `out`, replacing its
+  // contents; allocates its vectors (throws std::bad_alloc). Any thread, without stopping the
+  // shards: each level is a snapshot, each high-water mark exact up to the moment it is read.
+  virtual void levels(EngineLevels& out) const = 0;
 };
 
 }  // namespace fastcm

@@ -817,6 +817,7 @@ typedef struct fastcm_message_counters {
   uint64_t received;
   uint64_t retried;            /* retransmissions we sent */
   uint64_t duplicate;          /* retransmissions we received */
+  uint64_t timed_out;          /* sent, and every retransmission went unanswered */
 } fastcm_message_counters;
 
 typedef struct fastcm_port_counters {
@@ -833,6 +834,91 @@ fastcm_status fastcm_shard_counters(const fastcm_engine* engine, uint32_t shard,
                                     fastcm_port_counters* out, size_t count) FASTCM_NOEXCEPT;
 /* Pooled MADs taken right now; 0 once no endpoint is live and no event holds a MAD. Any thread. */
 uint32_t fastcm_mad_buffers_in_use(const fastcm_engine* engine) FASTCM_NOEXCEPT;
+
+/* ---- metrics (fastcm/metrics.h) ---------------------------------------------------------------- */
+
+typedef enum fastcm_metrics_format {
+  FASTCM_METRICS_PROMETHEUS = 0, /* the Prometheus text exposition format */
+  FASTCM_METRICS_JSON = 1
+} fastcm_metrics_format;
+
+/* The engine's counters and resource levels as metrics (the families are listed in
+ * fastcm/metrics.h), `name` as the engine label (NULL or "": none). Writes at most `size` bytes
+ * into buffer, NUL-terminated (buffer may be NULL with size 0), and returns the length of the
+ * whole text without the NUL, as snprintf does: call again with a larger buffer when it is >= size.
+ * Returns 0 when the text could not be made (no memory). Any thread; allocates. */
+size_t fastcm_metrics(const fastcm_engine* engine, const char* name, fastcm_metrics_format format, char* buffer,
+                      size_t size) FASTCM_NOEXCEPT;
+
+/* ---- logging (fastcm/log.h) -------------------------------------------------------------------- */
+
+typedef enum fastcm_log_level {
+  FASTCM_LOG_OFF = 0,
+  FASTCM_LOG_ERROR = 1,
+  FASTCM_LOG_WARNING = 2,
+  FASTCM_LOG_NOTICE = 3,
+  FASTCM_LOG_INFO = 4,
+  FASTCM_LOG_DEBUG = 5 /* also every dropped MAD, with its reason */
+} fastcm_log_level;
+
+/* One message: len bytes of text (one line, no newline, not NUL-terminated), valid for the call.
+ * Called from whichever thread logs, one call at a time; it must not call into fastcm. */
+typedef void (*fastcm_log_fn)(void* ctx, fastcm_log_level level, const char* text, size_t len);
+
+/* The process-wide sink (NULL write: stderr, the default). With FASTCM_EAL_ENGINE, DPDK's own log
+ * goes there too. Any thread; waits for a message being written; afterwards the old sink is never
+ * called again. */
+void fastcm_set_log_sink(fastcm_log_fn write, void* ctx) FASTCM_NOEXCEPT;
+/* Messages at `level` and more severe are written (FASTCM_LOG_WARNING until set). Any thread. */
+void fastcm_set_log_level(fastcm_log_level level) FASTCM_NOEXCEPT;
+fastcm_log_level fastcm_get_log_level(void) FASTCM_NOEXCEPT;
+const char* fastcm_log_level_str(int level) FASTCM_NOEXCEPT;
+
+/* ---- settings files (fastcm/settings.h; keys: configs/README.md) -------------------------------- */
+
+typedef struct fastcm_settings fastcm_settings;
+
+typedef enum fastcm_fabric_type {
+  FASTCM_FABRIC_LOOPBACK = 0,
+  FASTCM_FABRIC_UMAD = 1,
+  FASTCM_FABRIC_UDP = 2
+} fastcm_fabric_type;
+
+/* Reads and checks an INI settings file into a new fastcm_settings (free it with
+ * fastcm_settings_free). On FASTCM_ERR_INVALID_ARGUMENT (the file cannot be read, or a section,
+ * key or value is refused) error[0..error_size) receives the reason, NUL-terminated and cut to
+ * fit, naming the file, section and key ("demo.ini: [engine] shards: must be 1..64"); error may be
+ * NULL. Any thread; blocks on the file system; needs no DPDK EAL. */
+fastcm_status fastcm_settings_load(const char* path, fastcm_settings** out, char* error,
+                                   size_t error_size) FASTCM_NOEXCEPT;
+/* NULL does nothing. */
+void fastcm_settings_free(fastcm_settings* settings) FASTCM_NOEXCEPT;
+
+/* The getters below read a loaded file (keys it left out have their defaults); any thread. */
+/* [engine], [mra], [eal] into *out, every field. */
+void fastcm_settings_engine_config(const fastcm_settings* settings, fastcm_engine_config* out) FASTCM_NOEXCEPT;
+/* [listen]: backlog and backlog_policy of *out; its other fields are left as they are. */
+void fastcm_settings_listen_params(const fastcm_settings* settings, fastcm_listen_params* out) FASTCM_NOEXCEPT;
+/* [connect]: remote_cm_response_timeout, local_cm_response_timeout and max_cm_retries of *out. */
+void fastcm_settings_req_params(const fastcm_settings* settings, fastcm_req_params* out) FASTCM_NOEXCEPT;
+fastcm_log_level fastcm_settings_log_level(const fastcm_settings* settings) FASTCM_NOEXCEPT;
+fastcm_fabric_type fastcm_settings_fabric_type(const fastcm_settings* settings) FASTCM_NOEXCEPT;
+/* [loopback]: hcas, ports_per_hca, rx_queue_depth and fault_seed (its fault percentages have no C
+ * API yet). */
+void fastcm_settings_loopback_config(const fastcm_settings* settings, fastcm_loopback_config* out) FASTCM_NOEXCEPT;
+/* [umad]: the device ("" = the first with an active port) and up to `max` port numbers into
+ * ports; returns how many the file names (0 = every active port). */
+const char* fastcm_settings_umad_device(const fastcm_settings* settings) FASTCM_NOEXCEPT;
+size_t fastcm_settings_umad_ports(const fastcm_settings* settings, uint8_t* ports, size_t max) FASTCM_NOEXCEPT;
+/* [udp]: the addresses (NULL for an index out of range) and the UDP port. */
+size_t fastcm_settings_udp_address_count(const fastcm_settings* settings) FASTCM_NOEXCEPT;
+const char* fastcm_settings_udp_address(const fastcm_settings* settings, size_t index) FASTCM_NOEXCEPT;
+uint16_t fastcm_settings_udp_port(const fastcm_settings* settings) FASTCM_NOEXCEPT;
+/* [pcap] and [metrics]: "" when the file names none. Strings live as long as the settings. */
+const char* fastcm_settings_pcap_file(const fastcm_settings* settings) FASTCM_NOEXCEPT;
+uint64_t fastcm_settings_pcap_limit(const fastcm_settings* settings) FASTCM_NOEXCEPT;
+const char* fastcm_settings_metrics_file(const fastcm_settings* settings) FASTCM_NOEXCEPT;
+uint32_t fastcm_settings_metrics_interval_ms(const fastcm_settings* settings) FASTCM_NOEXCEPT;
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -26,7 +26,7 @@ lib=$(find "$libdir" -maxdepth 1 -name 'libfastcm.so.*.*' -print -quit)
 readelf -d "$lib" | grep -q 'Library soname: \[libfastcm.so.0\]' || fail "SONAME is not libfastcm.so.0"
 readelf -d "$lib" | grep -q 'NEEDED.*librte_eal\.so' || fail "DPDK (librte_eal) is not linked as a shared library"
 exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | c++filt)
-internal=$(grep -vE '^(fastcm_[a-z_0-9]+|fastcm::Engine::create\(.*|fastcm::loopback::Loopback(Fabric|Config)::.*|FASTCM_0)(@@FASTCM_0)?$' <<< "$exports" || true)
+internal=$(grep -vE '^(fastcm_[a-z_0-9]+|fastcm::Engine::create\(.*|fastcm::(load_settings|set_log_sink|set_log_level|log_level|render_metrics)(\[abi:cxx11\])?\(.*|fastcm::loopback::Loopback(Fabric|Config)::.*|FASTCM_0)(@@FASTCM_0)?$' <<< "$exports" || true)
 [[ -z $internal ]] || fail "exports beyond the API: $(head -5 <<< "$internal")"
 grep -q '^fastcm_engine_create' <<< "$exports" || fail "the C API is not exported"
 
@@ -62,8 +62,32 @@ incdir=${incdir%% *}
 LD_LIBRARY_PATH=$libdir "$work/consumer_pc" || fail "the pkg-config C++ consumer failed"
 LD_LIBRARY_PATH=$libdir "$work/consumer_c_pc" || fail "the pkg-config C consumer failed"
 
+step "README examples and examples/c_server"
+# The code blocks that follow each "<!-- readme-example: NAME -->" line of the README.
+readme_example() {
+  awk -v marker="<!-- readme-example: $1 -->" '
+    $0 == marker { found = 1; next }
+    found && /^```/ { if (inside) exit; inside = 1; next }
+    inside { print }' "$src/README.md"
+}
+readme_example operate.cpp > "$work/operate.cpp"
+readme_example operate.c > "$work/operate.c"
+[[ -s $work/operate.cpp && -s $work/operate.c ]] || fail "the README's examples (readme-example: operate.cpp, operate.c) are missing"
+# shellcheck disable=SC2086
+"$cxx" -std=c++20 -Wall -Wextra -Werror "$work/operate.cpp" $cflags $libs -o "$work/operate_cpp" || fail "the README's C++ example does not compile"
+# shellcheck disable=SC2086
+"$cc" -std=c11 -Wall -Wextra -Werror -pedantic "$work/operate.c" $cflags $libs -o "$work/operate_c" || fail "the README's C example does not compile"
+LD_LIBRARY_PATH=$libdir "$work/operate_cpp" "$src/configs/demo.ini" > "$work/operate_cpp.out" 2> /dev/null || fail "the README's C++ example failed"
+grep -q '^# HELP fastcm_messages_sent_total ' "$work/operate_cpp.out" || fail "the README's C++ example printed no metrics"
+LD_LIBRARY_PATH=$libdir "$work/operate_c" "$src/configs/demo.ini" > "$work/operate_c.out" 2> /dev/null || fail "the README's C example failed"
+grep -q '"engines"' "$work/operate_c.out" || fail "the README's C example printed no metrics"
+# shellcheck disable=SC2086
+"$cc" -std=c11 -Wall -Wextra -Werror -pedantic -D_POSIX_C_SOURCE=200809L -c "$src/examples/c_server/c_server.c" $cflags \
+  -o "$work/c_server.o" || fail "examples/c_server does not compile against the install"
+
 step "CMake package"
 cmake -S "$src/tests/install/consumer" -B "$work/consumer_build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DFASTCM_C_SERVER_SOURCE="$src/examples/c_server/c_server.c" \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" > "$work/consumer.log" \
   || { cat "$work/consumer.log"; fail "find_package(fastcm) consumer configure"; }
 cmake --build "$work/consumer_build" > "$work/consumer_build.log" || { cat "$work/consumer_build.log"; fail "CMake consumer build"; }
