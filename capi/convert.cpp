@@ -181,6 +181,17 @@ void copy_engine_config(To& out, const From& in) noexcept {
   set(out.idle_spins, in.idle_spins);
 }
 
+template <class To, class From>
+void copy_loopback(To& out, const From& in) noexcept {
+  set(out.hcas, in.hcas);
+  set(out.ports_per_hca, in.ports_per_hca);
+  set(out.rx_queue_depth, in.rx_queue_depth);
+  set(out.fault_seed, in.fault_seed);
+  set(out.loss_pct, in.loss_pct);
+  set(out.dup_pct, in.dup_pct);
+  set(out.reorder_pct, in.reorder_pct);
+}
+
 void convert(Path& out, const fastcm_path& in) noexcept { copy_path(out, in); }
 void convert(fastcm_path& out, const Path& in) noexcept { copy_path(out, in); }
 
@@ -305,6 +316,7 @@ FASTCM_BOTH_WAYS(AprParams, fastcm_apr_params, copy_apr)
 FASTCM_BOTH_WAYS(SidrReqParams, fastcm_sidr_req_params, copy_sidr_req)
 FASTCM_BOTH_WAYS(SidrRepParams, fastcm_sidr_rep_params, copy_sidr_rep)
 FASTCM_BOTH_WAYS(EngineConfig, fastcm_engine_config, copy_engine_config)
+FASTCM_BOTH_WAYS(LoopbackSettings, fastcm_loopback_config, copy_loopback)
 #undef FASTCM_BOTH_WAYS
 #undef FASTCM_COPY_BYTES
 
@@ -427,6 +439,13 @@ fastcm_port_counters to_c(const PortCounters& in) noexcept {
   }
   std::copy(in.drops.begin(), in.drops.end(), out.drops);
   return out;
+}
+
+void copy_text(std::string_view text, char* out, std::size_t size) noexcept {
+  if (out == nullptr || size == 0) return;
+  const std::size_t n = std::min(text.size(), size - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
 }
 
 }  // namespace fastcm::capi

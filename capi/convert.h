@@ -2,6 +2,8 @@
 // Spans become (pointer, length) pairs that borrow the same bytes. Pure; nothing allocates.
 #pragma once
 
+#include <string_view>
+
 #include "fastcm/connection_info.h"
 #include "fastcm/counters.h"
 #include "fastcm/engine.h"
@@ -9,6 +11,7 @@
 #include "fastcm/fastcm.h"
 #include "fastcm/params.h"
 #include "fastcm/qp_attr.h"
+#include "fastcm/settings.h"
 
 namespace fastcm::capi {
 
@@ -36,6 +39,8 @@ namespace fastcm::capi {
 
 [[nodiscard]] EngineConfig from_c(const fastcm_engine_config& in) noexcept;
 [[nodiscard]] fastcm_engine_config to_c(const EngineConfig& in) noexcept;
+[[nodiscard]] LoopbackSettings from_c(const fastcm_loopback_config& in) noexcept;
+[[nodiscard]] fastcm_loopback_config to_c(const LoopbackSettings& in) noexcept;
 
 [[nodiscard]] fastcm_event to_c(const Event& in) noexcept;
 [[nodiscard]] fastcm_connection_info to_c(const ConnectionInfo& in) noexcept;
@@ -46,5 +51,9 @@ namespace fastcm::capi {
 [[nodiscard]] inline std::span<const std::uint8_t> bytes(const std::uint8_t* data, std::size_t len) noexcept {
   return data == nullptr ? std::span<const std::uint8_t>{} : std::span<const std::uint8_t>{data, len};
 }
+
+// Writes `text` into out[0..size), NUL-terminated and cut to fit, as snprintf does; nothing when
+// out is null or size is 0.
+void copy_text(std::string_view text, char* out, std::size_t size) noexcept;
 
 }  // namespace fastcm::capi

@@ -235,6 +235,7 @@ const char* fastcm_strerror(int status) noexcept {
     case FASTCM_ERR_NO_MEMORY: return "no_memory";
     case FASTCM_ERR_CREATE_FAILED: return "create_failed";
     case FASTCM_ERR_INTERNAL: return "internal";
+    case FASTCM_ERR_OPEN_FAILED: return "open_failed";
     default: break;
   }
   return status >= 0 && status <= FASTCM_ERR_NOT_SUPPORTED ? name_of<fastcm::Status>(status) : "unknown";

@@ -4,7 +4,7 @@
 #include "capi/boundary.h"
 #include "capi/convert.h"
 #include "capi/handles.h"
-#include "fabric/loopback/loopback_config.h"
+#include "config/settings_loopback.h"
 
 using fastcm::capi::cpp;
 using fastcm::capi::guarded;
@@ -22,32 +22,28 @@ fastcm_status fastcm_fabric_port(const fastcm_fabric* fabric, size_t index, fast
 }
 
 void fastcm_loopback_config_init(fastcm_loopback_config* config) noexcept {
-  if (config == nullptr) return;
-  const fastcm::loopback::LoopbackConfig d;
-  *config = fastcm_loopback_config{.hcas = 2, .ports_per_hca = 1, .rx_queue_depth = d.rx_queue_depth,
-                                   .fault_seed = d.fault_seed};
+  if (config != nullptr) *config = fastcm::capi::to_c(fastcm::LoopbackSettings{});
 }
 
 fastcm_status fastcm_loopback_create(const fastcm_loopback_config* config, const fastcm_clock* clock,
                                      fastcm_loopback** out) noexcept {
   if (config == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return guarded([&] {
-    // make() and the fabric's constructor check every value (std::invalid_argument).
-    auto cfg = fastcm::loopback::LoopbackConfig::make(config->hcas, config->ports_per_hca);
-    cfg.rx_queue_depth = config->rx_queue_depth;
-    cfg.fault_seed = config->fault_seed;
-    *out = new fastcm_loopback(cfg, clock);
+    // make_loopback checks every value (std::invalid_argument).
+    auto handle = std::make_unique<fastcm_loopback>(clock);
+    handle->fabric = fastcm::config::make_loopback(fastcm::capi::from_c(*config), handle->clock);
+    *out = handle.release();
     return FASTCM_OK;
   });
 }
 
 void fastcm_loopback_destroy(fastcm_loopback* loopback) noexcept { delete loopback; }
 
-size_t fastcm_loopback_hca_count(const fastcm_loopback* loopback) noexcept { return loopback->fabric.hca_count(); }
+size_t fastcm_loopback_hca_count(const fastcm_loopback* loopback) noexcept { return loopback->fabric->hca_count(); }
 
 fastcm_fabric* fastcm_loopback_hca(fastcm_loopback* loopback, size_t index) noexcept {
-  if (loopback == nullptr || index >= loopback->fabric.hca_count()) return nullptr;
-  return reinterpret_cast<fastcm_fabric*>(&loopback->fabric.hca(index));
+  if (loopback == nullptr || index >= loopback->fabric->hca_count()) return nullptr;
+  return reinterpret_cast<fastcm_fabric*>(&loopback->fabric->hca(index));
 }
 
 void fastcm_loopback_path_record(const fastcm_port_attr* from, const fastcm_port_attr* to,

@@ -1,6 +1,7 @@
 // What the C API's opaque handles are. fastcm_fabric, fastcm_event_queue and fastcm_mad are the
 // C++ objects themselves (fastcm::Fabric, fastcm::EventQueue, fastcm::MadRef), cast at the
-// boundary; fastcm_engine and fastcm_loopback own the C++ objects and what the C side lent them.
+// boundary; fastcm_engine, fastcm_loopback and fastcm_fabrics own the C++ objects and what the C
+// side lent them.
 #pragma once
 
 #include <memory>
@@ -10,6 +11,8 @@
 #include "fabric/loopback/loopback_fabric.h"
 #include "fastcm/engine.h"
 #include "fastcm/fastcm.h"
+#include "fastcm/opened_fabrics.h"
+#include "fastcm/settings.h"
 
 struct fastcm_engine {
   // Declared before `engine`, so both outlive it: the engine reads the clock and hands events to
@@ -23,10 +26,20 @@ struct fastcm_engine {
 
 struct fastcm_loopback {
   fastcm::capi::CallbackClock clock;  // before `fabric`, which reads it
-  fastcm::loopback::LoopbackFabric fabric;
+  std::unique_ptr<fastcm::loopback::LoopbackFabric> fabric;
 
-  fastcm_loopback(const fastcm::loopback::LoopbackConfig& config, const fastcm_clock* c)
-      : clock(c), fabric(config, clock) {}
+  explicit fastcm_loopback(const fastcm_clock* c) : clock(c) {}
+};
+
+struct fastcm_settings {
+  fastcm::Settings settings;
+};
+
+struct fastcm_fabrics {
+  fastcm::capi::CallbackClock clock;  // before `opened`, which reads it
+  std::unique_ptr<fastcm::OpenedFabrics> opened;
+
+  explicit fastcm_fabrics(const fastcm_clock* c) : clock(c) {}
 };
 
 namespace fastcm::capi {

@@ -11,10 +11,6 @@
 #include "fastcm/metrics.h"
 #include "fastcm/settings.h"
 
-struct fastcm_settings {
-  fastcm::Settings settings;
-};
-
 using fastcm::capi::guarded;
 
 namespace {
@@ -43,11 +39,7 @@ size_t fastcm_metrics(const fastcm_engine* engine, const char* name, fastcm_metr
     const fastcm::MetricsSource source{engine->engine.get(), name != nullptr ? name : ""};
     const std::string text = fastcm::render_metrics(
         {&source, 1}, format == FASTCM_METRICS_JSON ? fastcm::MetricsFormat::json : fastcm::MetricsFormat::prometheus);
-    if (buffer != nullptr && size > 0) {
-      const size_t n = std::min(text.size(), size - 1);
-      std::memcpy(buffer, text.data(), n);
-      buffer[n] = '\0';
-    }
+    fastcm::capi::copy_text(text, buffer, size);
     return text.size();
   } catch (...) {
     return 0;
@@ -80,12 +72,7 @@ fastcm_status fastcm_settings_load(const char* path, fastcm_settings** out, char
     auto loaded = std::make_unique<fastcm_settings>();
     fastcm::SettingsError why;
     if (fastcm::load_settings(path, loaded->settings, &why) != fastcm::Status::ok) {
-      if (error != nullptr && error_size > 0) {
-        const std::string text = why.text();
-        const size_t n = std::min(text.size(), error_size - 1);
-        std::memcpy(error, text.data(), n);
-        error[n] = '\0';
-      }
+      fastcm::capi::copy_text(why.text(), error, error_size);
       return FASTCM_ERR_INVALID_ARGUMENT;
     }
     *out = loaded.release();
@@ -119,11 +106,7 @@ fastcm_fabric_type fastcm_settings_fabric_type(const fastcm_settings* settings) 
 }
 
 void fastcm_settings_loopback_config(const fastcm_settings* settings, fastcm_loopback_config* out) noexcept {
-  const fastcm::LoopbackSettings& l = cpp(settings).fabric.loopback;
-  out->hcas = l.hcas;
-  out->ports_per_hca = l.ports_per_hca;
-  out->rx_queue_depth = l.rx_queue_depth;
-  out->fault_seed = l.fault_seed;
+  *out = fastcm::capi::to_c(cpp(settings).fabric.loopback);
 }
 
 const char* fastcm_settings_umad_device(const fastcm_settings* settings) noexcept {

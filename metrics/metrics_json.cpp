@@ -41,7 +41,14 @@ std::string metrics_json(const std::vector<EngineSnapshot>& engines) {
                         {"mad_kept", level_json(e.levels.shards[s].mad_kept)},
                         {"ports", std::move(ports)}});
     }
-    all.push_back({{"name", e.name}, {"endpoints", level_json(e.levels.endpoints)}, {"shards", std::move(shards)}});
+    nlohmann::json queues = nlohmann::json::array();
+    for (std::size_t q = 0; q < e.levels.event_queues.size(); ++q) {
+      nlohmann::json level = level_json(e.levels.event_queues[q]);
+      level["queue"] = q;
+      queues.push_back(std::move(level));
+    }
+    all.push_back({{"name", e.name}, {"endpoints", level_json(e.levels.endpoints)}, {"shards", std::move(shards)},
+                   {"event_queues", std::move(queues)}});
   }
   return nlohmann::json{{"engines", std::move(all)}}.dump(1) + "\n";
 }

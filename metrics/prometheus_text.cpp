@@ -130,6 +130,12 @@ std::string prometheus_text(const std::vector<EngineSnapshot>& engines) {
                             e.levels.shards[s].mad_kept);
                    }
                  });
+  level_families(out, engines, "fastcm_event_queue", "events waiting in an event queue for the application's poll",
+                 [](const EngineSnapshot& e, const auto& sample) {
+                   for (std::size_t q = 0; q < e.levels.event_queues.size(); ++q) {
+                     sample({{"engine", e.name}, {"queue", std::to_string(q)}}, e.levels.event_queues[q]);
+                   }
+                 });
   return out.take();
 }
 

@@ -70,6 +70,9 @@ std::size_t MpscEventQueue::pop(std::span<Event> out) noexcept {
   const auto want = static_cast<unsigned>(std::min<std::size_t>(out.size(), capacity_));
   unsigned left = 0;
   const unsigned n = rte_ring_mc_hts_dequeue_burst_elem(ring_.get(), out.data(), kEventSize, want, &left);
+  // Events are removed only here, so the queue was never fuller since the last pop than the n + left
+  // this one found: the high-water mark costs the producers nothing.
+  if (n + left > high_water_.load(std::memory_order_relaxed)) high_water_.store(n + left, std::memory_order_relaxed);
   if (left == 0) settle_empty();
   return n;
 }

@@ -11,7 +11,8 @@
 //   pop                      one thread at a time (the application's polling thread): polls of
 //                            one queue must not run concurrently. A caller that polls one queue
 //                            from several threads serializes those polls itself.
-//   full / size / event_fd   any thread; full and size are snapshots.
+//   full / size / level /    any thread; full, size and level are snapshots.
+//   event_fd
 //
 // The eventfd: readable whenever the queue holds events and no push or pop is midway (no lost
 // wake-up). A pop that leaves the queue empty makes it unreadable again, unless a producer raced
@@ -27,6 +28,7 @@
 // queue.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +36,7 @@
 #include <span>
 
 #include "engine/mad_buf.h"
+#include "fastcm/counters.h"
 #include "fastcm/event.h"
 #include "fastcm/event_queue.h"
 #include "runtime/owned_ring.h"
@@ -69,6 +72,13 @@ class MpscEventQueue final : public EventQueue {
   [[nodiscard]] bool full() const noexcept { return size() == capacity_; }
   [[nodiscard]] std::size_t size() const noexcept override;
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
+  // Any thread: events waiting, the most that ever waited at once (those a pop found, or those
+  // waiting now), and the capacity.
+  [[nodiscard]] Level level() const noexcept {
+    const std::uint64_t now = size();
+    return Level{.now = now, .high_water = std::max<std::uint64_t>(now, high_water_.load(std::memory_order_relaxed)),
+                 .limit = capacity_};
+  }
 
   // Any thread. Owned by the queue: never close it.
   [[nodiscard]] int event_fd() const noexcept override { return event_fd_; }
@@ -95,6 +105,9 @@ class MpscEventQueue final : public EventQueue {
   // construction: a plain store would end the release sequences settle_empty() relies on. Its own
   // cache line: every push read-modify-writes it.
   alignas(64) std::atomic<std::uint32_t> wake_{0};
+  // Written by the consumer alone (pop), read anywhere: a statistic that orders nothing, so relaxed
+  // on both sides (no partner). Off the producers' cache line and path.
+  alignas(64) std::atomic<std::uint32_t> high_water_{0};
 };
 
 }  // namespace fastcm::shards

@@ -317,6 +317,9 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
                                   .mad_sent = accounts_->level(s, engine::MadAccount::sent),
                                   .mad_kept = accounts_->level(s, engine::MadAccount::kept)};
     }
+    const std::scoped_lock guard(queues_lock_);  // control path: beside queue creation only
+    out.event_queues.clear();
+    for (const auto& queue : queues_) out.event_queues.push_back(queue->level());
   }
 
  private:
@@ -415,7 +418,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   std::vector<std::unique_ptr<shards::PortPoller>> pollers_;
   std::vector<std::thread> threads_;
   std::atomic<std::uint32_t> next_shard_{0};
-  std::mutex queues_lock_;
+  mutable std::mutex queues_lock_;  // create_event_queue and levels
   std::deque<std::unique_ptr<shards::MpscEventQueue>> queues_;
 };
 

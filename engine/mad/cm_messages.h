@@ -9,11 +9,14 @@
 
 #include <array>
 #include <cstdint>
+#include <tuple>
 
 #include "engine/mad/field_layout.h"
 #include "engine/mad/mad_header.h"
 #include "engine/mad/units.h"
 #include "fastcm/cm_enums.h"
+#include "fastcm/fabric.h"
+#include "fastcm/params.h"
 #include "fastcm/types.h"
 
 namespace fastcm::mad {
@@ -521,5 +524,25 @@ static_assert(WireLayout<Apr>::Fields::kEnd == kCmDataSize);
 static_assert(WireLayout<SidrReq>::Fields::kEnd == kCmDataSize);
 static_assert(WireLayout<SidrRep>::Fields::kEnd == kCmDataSize);
 static_assert(WireLayout<ClassPortInfo>::Fields::kEnd == 72);
+
+// The public limits (fastcm/params.h, fastcm/fabric.h; the C API's copies are checked against
+// those in capi/) are the wire sizes of these tables: a change on either side fails here.
+template <typename Array>
+inline constexpr std::size_t kLength = std::tuple_size_v<Array>;
+static_assert(fastcm::kMadSize == kMadSize);
+static_assert(kMaxReqPrivateData == kLength<decltype(Req::private_data)>);
+static_assert(kMaxMraPrivateData == kLength<decltype(Mra::private_data)>);
+static_assert(kMaxRejPrivateData == kLength<decltype(Rej::private_data)>);
+static_assert(kMaxRepPrivateData == kLength<decltype(Rep::private_data)>);
+static_assert(kMaxRtuPrivateData == kLength<decltype(Rtu::private_data)>);
+static_assert(kMaxDreqPrivateData == kLength<decltype(Dreq::private_data)>);
+static_assert(kMaxDrepPrivateData == kLength<decltype(Drep::private_data)>);
+static_assert(kMaxSidrReqPrivateData == kLength<decltype(SidrReq::private_data)>);
+static_assert(kMaxSidrRepPrivateData == kLength<decltype(SidrRep::private_data)>);
+static_assert(kMaxLapPrivateData == kLength<decltype(Lap::private_data)>);
+static_assert(kMaxAprPrivateData == kLength<decltype(Apr::private_data)>);
+static_assert(kMaxAdditionalInfo == kLength<decltype(Rej::ari)>);
+static_assert(kMaxAdditionalInfo == kLength<decltype(Apr::additional_info)>);
+static_assert(kMaxAdditionalInfo == kLength<decltype(SidrRep::class_port_info)>);
 
 }  // namespace fastcm::mad

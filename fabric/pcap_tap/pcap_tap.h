@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "fabric/pcap_tap/pcapng_writer.h"
+#include "fastcm/capture_counters.h"
 #include "fastcm/fabric.h"
 #include "runtime/owned_ring.h"
 
@@ -35,13 +36,9 @@ struct PcapTapConfig {
   std::uint32_t queue_packets = 8192;                 // MADs recorded, not yet written: 1..2^20
 };
 
-// Snapshots of relaxed counters: each a value it had at some instant.
-struct PcapTapCounters {
-  std::uint64_t written = 0;             // MADs in the file
-  std::uint64_t dropped_queue_full = 0;  // not recorded: every slot was waiting for the writer
-  std::uint64_t dropped_limit = 0;       // not recorded: the file had reached max_bytes
-  std::uint64_t write_errors = 0;        // lost to a failed write(2) (the file stays readable)
-};
+// Snapshots of relaxed counters: each a value it had at some instant. dropped_queue_full: every
+// slot was waiting for the writer; dropped_limit: the file had reached max_bytes.
+using PcapTapCounters = CaptureCounters;
 
 class PcapTap final : public Fabric {
  public:

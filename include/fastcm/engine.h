@@ -81,6 +81,9 @@ struct EngineLevels {
   std::vector<std::uint8_t> port_numbers;  // the fabric's, in Fabric::ports() order
   Level endpoints;                          // live endpoints, time-wait included (max_endpoints)
   std::vector<ShardLevels> shards;          // one per shard
+  // One per event queue, in create_event_queue order: events waiting, the most that waited for a
+  // poll at once, the capacity.
+  std::vector<Level> event_queues;
 };
 
 // Every field is checked by Engine::create (see ConfigField for the rules); the defaults pass.

@@ -64,7 +64,8 @@ typedef enum fastcm_status {
   /* C API only: */
   FASTCM_ERR_NO_MEMORY = 64,       /* an allocation failed */
   FASTCM_ERR_CREATE_FAILED = 65,   /* engine: configuration out of range, or DPDK's EAL unusable */
-  FASTCM_ERR_INTERNAL = 66         /* an unexpected C++ exception inside the library (a bug) */
+  FASTCM_ERR_INTERNAL = 66,        /* an unexpected C++ exception inside the library (a bug) */
+  FASTCM_ERR_OPEN_FAILED = 67      /* a fabric could not be opened (the error text says why) */
 } fastcm_status;
 
 /* The code's name ("stale_id"), static storage; "unknown" for other values. Any thread. */
@@ -296,13 +297,18 @@ typedef struct fastcm_loopback_config {
   uint8_t ports_per_hca;     /* 1..15; port p of HCA h gets LID h * 16 + p */
   uint32_t rx_queue_depth;   /* MADs in flight to one port, at most (1 .. 2^20) */
   uint64_t fault_seed;
+  /* Fault injection on every MAD, in percent (0..100), each decided on its own from fault_seed:
+   * lost; delivered twice; held back up to 1 ms so that later MADs overtake it. */
+  double loss_pct;
+  double dup_pct;
+  double reorder_pct;
 } fastcm_loopback_config;
 
-/* Defaults: 2 HCAs of 1 port, queue depth 2048, seed 1. Any thread. */
+/* Defaults: 2 HCAs of 1 port, queue depth 2048, seed 1, no faults. Any thread. */
 void fastcm_loopback_config_init(fastcm_loopback_config* config) FASTCM_NOEXCEPT;
 /* Creates the fabric; clock (NULL: CLOCK_MONOTONIC) times its injected delays. Errors:
- * FASTCM_ERR_INVALID_ARGUMENT (a count or depth out of range), FASTCM_ERR_NO_RESOURCES (no eventfd
- * or ring). Any thread. */
+ * FASTCM_ERR_INVALID_ARGUMENT (a count, depth or percentage out of range), FASTCM_ERR_NO_RESOURCES
+ * (no eventfd or ring). Any thread. */
 fastcm_status fastcm_loopback_create(const fastcm_loopback_config* config, const fastcm_clock* clock,
                                      fastcm_loopback** out) FASTCM_NOEXCEPT;
 /* Frees it. Every engine on its HCAs must be destroyed first. NULL does nothing. */
@@ -903,8 +909,7 @@ void fastcm_settings_listen_params(const fastcm_settings* settings, fastcm_liste
 void fastcm_settings_req_params(const fastcm_settings* settings, fastcm_req_params* out) FASTCM_NOEXCEPT;
 fastcm_log_level fastcm_settings_log_level(const fastcm_settings* settings) FASTCM_NOEXCEPT;
 fastcm_fabric_type fastcm_settings_fabric_type(const fastcm_settings* settings) FASTCM_NOEXCEPT;
-/* [loopback]: hcas, ports_per_hca, rx_queue_depth and fault_seed (its fault percentages have no C
- * API yet). */
+/* [loopback]: every field of *out. */
 void fastcm_settings_loopback_config(const fastcm_settings* settings, fastcm_loopback_config* out) FASTCM_NOEXCEPT;
 /* [umad]: the device ("" = the first with an active port) and up to `max` port numbers into
  * ports; returns how many the file names (0 = every active port). */
@@ -919,6 +924,41 @@ const char* fastcm_settings_pcap_file(const fastcm_settings* settings) FASTCM_NO
 uint64_t fastcm_settings_pcap_limit(const fastcm_settings* settings) FASTCM_NOEXCEPT;
 const char* fastcm_settings_metrics_file(const fastcm_settings* settings) FASTCM_NOEXCEPT;
 uint32_t fastcm_settings_metrics_interval_ms(const fastcm_settings* settings) FASTCM_NOEXCEPT;
+
+/* ---- the fabric a settings file names (fastcm/opened_fabrics.h) -------------------------------- */
+
+/* The fabrics engines are created on, opened from a settings file's [fabric] and [pcap]:
+ *   loopback  one fabric per simulated HCA ([loopback] hcas), with the file's fault percentages
+ *   umad      one fabric: the [umad] device's ports through rdma-core's libibumad
+ *   udp       one fabric: a port per [udp] address (RoCEv2 GSI over UDP)
+ * With a [pcap] file, fabric 0 records every CM MAD it sends and receives into that pcapng file. */
+typedef struct fastcm_fabrics fastcm_fabrics;
+
+typedef struct fastcm_capture_counters {
+  uint64_t written;             /* MADs in the file */
+  uint64_t dropped_queue_full;  /* not recorded: the writer was behind (the disk is slow) */
+  uint64_t dropped_limit;       /* not recorded: the file had reached [pcap] limit */
+  uint64_t write_errors;        /* lost to a failed write(2) (the file stays readable) */
+} fastcm_capture_counters;
+
+/* Opens them; clock (NULL: CLOCK_MONOTONIC; its ctx must outlive the result) times the
+ * loopback's injected delays. On FASTCM_ERR_OPEN_FAILED (a loopback configuration out of range, no
+ * such umad device or port, a port down, no permission, the kernel's ib_cm holding the CM class,
+ * an address that is not local or a UDP port taken, a capture file that cannot be written)
+ * error[0..error_size) receives the reason, NUL-terminated and cut to fit; error may be NULL.
+ * Any thread; blocks while devices, sockets and the capture file open. */
+fastcm_status fastcm_fabrics_open(const fastcm_settings* settings, const fastcm_clock* clock,
+                                  fastcm_fabrics** out, char* error, size_t error_size) FASTCM_NOEXCEPT;
+/* Closes them, first completing the capture. Every engine on them must be destroyed first. NULL
+ * does nothing. Blocks while the capture's last MADs are written. */
+void fastcm_fabrics_close(fastcm_fabrics* fabrics) FASTCM_NOEXCEPT;
+/* Loopback: the HCA count; umad and udp: 1. Any thread. */
+size_t fastcm_fabrics_count(const fastcm_fabrics* fabrics) FASTCM_NOEXCEPT;
+/* Fabric `index`, valid until fastcm_fabrics_close; NULL for an index out of range. Any thread. */
+fastcm_fabric* fastcm_fabrics_get(fastcm_fabrics* fabrics, size_t index) FASTCM_NOEXCEPT;
+/* The capture's counters into *out and true; false (and *out untouched) without a [pcap] file.
+ * Any thread. */
+bool fastcm_fabrics_capture_counters(const fastcm_fabrics* fabrics, fastcm_capture_counters* out) FASTCM_NOEXCEPT;
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -12,11 +12,14 @@
 //   fastcm_endpoints, fastcm_endpoints_high_water, fastcm_endpoints_limit          gauges, per engine
 //   fastcm_shard_inbox, _high_water, _limit                                          gauges, per shard
 //   fastcm_mad_buffers, _high_water, _limit  gauges, per shard and `half` (sent, kept: engine.h)
+//   fastcm_event_queue, _high_water, _limit  gauges, per event queue (`queue`: its index in
+//                                            create_event_queue order)
 // Counters are per shard and port: a port's total is their sum over shards, a shard's over ports.
 //
 // JSON: {"engines": [{"name", "endpoints": {now, high_water, limit}, "shards": [{"shard", "inbox",
 // "mad_sent", "mad_kept", "ports": [{"port", "messages": {"req": {"sent", "received", "retried",
-// "duplicate", "timed_out"}, ...}, "drops": {"malformed": n, ...}}]}]}]}.
+// "duplicate", "timed_out"}, ...}, "drops": {"malformed": n, ...}}]}], "event_queues": [{"queue",
+// now, high_water, limit}]}]}.
 //
 // Thread contract: any thread, concurrently with the engines' work (Engine::shard_counters and
 // Engine::levels are snapshots). Allocates the text; throws std::bad_alloc.

@@ -22,11 +22,13 @@ libdir=$(dirname "$(dirname "$pc")")
 
 step "library"
 lib=$(find "$libdir" -maxdepth 1 -name 'libfastcm.so.*.*' -print -quit)
-[[ -n $lib && -L $libdir/libfastcm.so && -L $libdir/libfastcm.so.0 ]] || fail "libfastcm.so, .so.0 and .so.0.x.y not all installed"
-readelf -d "$lib" | grep -q 'Library soname: \[libfastcm.so.0\]' || fail "SONAME is not libfastcm.so.0"
+so=$(awk '/#define FASTCM_SOVERSION/ {print $3}' "$prefix/include/fastcm/version.h")
+[[ -n $so ]] || fail "version.h names no FASTCM_SOVERSION"
+[[ -n $lib && -L $libdir/libfastcm.so && -L $libdir/libfastcm.so.$so ]] || fail "libfastcm.so, .so.$so and .so.x.y.z not all installed"
+readelf -d "$lib" | grep -q "Library soname: \[libfastcm.so.$so\]" || fail "SONAME is not libfastcm.so.$so"
 readelf -d "$lib" | grep -q 'NEEDED.*librte_eal\.so' || fail "DPDK (librte_eal) is not linked as a shared library"
 exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | c++filt)
-internal=$(grep -vE '^(fastcm_[a-z_0-9]+|fastcm::Engine::create\(.*|fastcm::(load_settings|set_log_sink|set_log_level|log_level|render_metrics)(\[abi:cxx11\])?\(.*|fastcm::loopback::Loopback(Fabric|Config)::.*|FASTCM_0)(@@FASTCM_0)?$' <<< "$exports" || true)
+internal=$(grep -vE '^(fastcm_[a-z_0-9]+|fastcm::Engine::create\(.*|fastcm::(load_settings|open_fabrics|set_log_sink|set_log_level|log_level|render_metrics)(\[abi:cxx11\])?\(.*|fastcm::loopback::Loopback(Fabric|Config)::.*|FASTCM_0)(@@FASTCM_0)?$' <<< "$exports" || true)
 [[ -z $internal ]] || fail "exports beyond the API: $(head -5 <<< "$internal")"
 grep -q '^fastcm_engine_create' <<< "$exports" || fail "the C API is not exported"
 

@@ -115,6 +115,7 @@ TEST(Metrics, PrometheusFamiliesFollowTheExpositionRules) {
   EXPECT_TRUE(types.contains("fastcm_endpoints_high_water"));
   EXPECT_TRUE(types.contains("fastcm_shard_inbox_high_water"));
   EXPECT_TRUE(types.contains("fastcm_mad_buffers_high_water"));
+  EXPECT_TRUE(types.contains("fastcm_event_queue_high_water"));
   EXPECT_TRUE(types.contains("fastcm_timeouts_total"));
 }
 
@@ -182,6 +183,42 @@ TEST(Metrics, TimeoutsAreCounted) {
   }
   EXPECT_EQ(timeouts, 1u);
   EXPECT_EQ(retries, 1u);
+}
+
+// Two REQs nobody answers, their errors queued: the queue's level shows both waiting, then none,
+// and keeps its mark of 2 after the poll.
+TEST(Metrics, EventQueueLevels) {
+  Pair p;
+  (void)p.client->create_event_queue(4);  // queue 0, unused
+  EventQueue* queue = p.client->create_event_queue(8);
+  ASSERT_NE(queue, nullptr);
+  for (std::uint32_t qpn : {0x100U, 0x101U}) {
+    Id id;
+    ASSERT_EQ(p.client->create_id({.queue = queue}, nullptr, id), Status::ok);
+    ReqParams req = req_to(p, 0, kService);
+    req.primary.remote_lid = 0x99;  // no such port: the loopback switch drops it
+    req.qpn = qpn;
+    ASSERT_EQ(p.client->send_req(id, req), Status::ok);
+  }
+  for (int i = 0; i < 10; ++i) {
+    p.clock.advance(std::uint64_t{1} << 36);  // beyond every retry wait
+    p.run();
+  }
+  const MetricsSource client[] = {{p.client.get(), "c"}};
+  std::string text = render_metrics(client, MetricsFormat::prometheus);
+  EXPECT_EQ(sample(text, "fastcm_event_queue{engine=\"c\",queue=\"1\"} "), 2u);
+  EXPECT_EQ(sample(text, "fastcm_event_queue_high_water{engine=\"c\",queue=\"1\"} "), 2u);
+  EXPECT_EQ(sample(text, "fastcm_event_queue_limit{engine=\"c\",queue=\"1\"} "), 8u);
+  EXPECT_EQ(sample(text, "fastcm_event_queue_limit{engine=\"c\",queue=\"0\"} "), 4u);
+  std::array<Event, 8> events{};
+  ASSERT_EQ(p.client->poll(*queue, events), 2u);
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_EQ(events[i].type, EventType::req_error);
+  text = render_metrics(client, MetricsFormat::prometheus);
+  EXPECT_EQ(sample(text, "fastcm_event_queue{engine=\"c\",queue=\"1\"} "), 0u);
+  EXPECT_EQ(sample(text, "fastcm_event_queue_high_water{engine=\"c\",queue=\"1\"} "), 2u);
+  const nlohmann::json j = nlohmann::json::parse(render_metrics(client, MetricsFormat::json));
+  EXPECT_EQ(j["engines"][0]["event_queues"][1]["high_water"], 2);
+  EXPECT_EQ(j["engines"][0]["event_queues"][1]["queue"], 1);
 }
 
 TEST(Metrics, FileIsReplacedWholeAndFollowsItsName) {

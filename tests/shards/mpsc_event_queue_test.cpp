@@ -92,6 +92,24 @@ TEST(MpscEventQueue, HoldsExactlyItsCapacity) {
   }
 }
 
+TEST(MpscEventQueue, LevelKeepsTheMostEventsThatWaitedForAPop) {
+  MpscEventQueue queue(10);
+  std::array<Event, 10> out{};
+  EXPECT_EQ(queue.level().high_water, 0U);
+  EXPECT_EQ(queue.level().limit, 10U);
+  for (std::uint32_t i = 0; i < 6; ++i) ASSERT_TRUE(queue.push(make_event(0, i), nullptr));
+  EXPECT_EQ(queue.level().high_water, 6U);  // waiting now
+  ASSERT_EQ(queue.pop(std::span(out).first(2)), 2U);  // 6 waited
+  ASSERT_TRUE(queue.push(make_event(0, 6), nullptr));
+  ASSERT_EQ(queue.pop(out), 5U);  // 5 waited: the mark stays at 6
+  EXPECT_EQ(queue.level().now, 0U);
+  EXPECT_EQ(queue.level().high_water, 6U);
+  for (std::uint32_t i = 0; i < 11; ++i) (void)queue.push(make_event(0, i), nullptr);  // the last is refused
+  EXPECT_EQ(queue.level().now, 10U);
+  ASSERT_EQ(queue.pop(std::span(out).first(1)), 1U);
+  EXPECT_EQ(queue.level().high_water, 10U);
+}
+
 TEST(MpscEventQueue, LargestCapacityIsAccepted) {
   MpscEventQueue queue(MpscEventQueue::kMaxCapacity);
   EXPECT_EQ(queue.capacity(), MpscEventQueue::kMaxCapacity);

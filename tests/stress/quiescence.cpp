@@ -103,15 +103,7 @@ PortCounters total_counters(const Engine& engine) {
   std::vector<PortCounters> ports(kPorts + 1);
   engine.counters(ports);
   PortCounters sum;
-  for (const PortCounters& p : ports) {
-    for (std::size_t m = 0; m < kCmMessageKinds; ++m) {
-      sum.messages[m].sent += p.messages[m].sent;
-      sum.messages[m].received += p.messages[m].received;
-      sum.messages[m].retried += p.messages[m].retried;
-      sum.messages[m].duplicate += p.messages[m].duplicate;
-    }
-    for (std::size_t d = 0; d < kDropReasons; ++d) sum.drops[d] += p.drops[d];
-  }
+  for (const PortCounters& p : ports) sum += p;
   return sum;
 }
 
