@@ -561,6 +561,7 @@ class Input {
     const std::uint8_t argument = script.byte();
     const Endpoint ep = eps_[e];
     const std::size_t known_before = eps_.size();  // endpoints from here on are the call's own
+    bool sidr = false;                             // the call sent a SIDR_REQ
     Engine& engine = rig_.engine(ep.side);
     const Id id = ep.id;
     switch (call) {
@@ -598,9 +599,12 @@ class Input {
                               .private_data = {}});
         break;
       case ApiCall::reconnect:
-        if ((argument & 1) != 0 ? engine.send_sidr_req(id, sidr_req_params()) == Status::ok
-                                : engine.send_req(id, req_params()) == Status::ok) {
+        sidr = (argument & 1) != 0;
+        if (sidr ? engine.send_sidr_req(id, sidr_req_params()) == Status::ok
+                 : engine.send_req(id, req_params()) == Status::ok) {
           eps_[e].peer.reset();  // the server side of a new request is a new endpoint
+        } else {
+          sidr = false;
         }
         break;
       case ApiCall::connect: {
@@ -627,6 +631,11 @@ class Input {
     }
     rig_.settle();
     const std::vector<bool> changed = look();
+    // A SIDR_REQ names no comm ID to link by (link_peer): the endpoint it announced is its peer.
+    if (sidr && eps_.size() == known_before + 1 && eps_.back().side == Side::server) {
+      eps_[e].peer = known_before;
+      eps_.back().peer = e;
+    }
     for (std::size_t i = 0; i < changed.size(); ++i) {
       const bool related = i == e || ep.peer == i || eps_[e].peer == i || i >= known_before;
       require(!changed[i] || related, "an API call changed an endpoint it is not about",
