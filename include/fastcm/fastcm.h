@@ -350,6 +350,8 @@ typedef struct fastcm_engine_config {
   double auto_mra_fraction;     /* of the peer's CM response timeout; 0 disables automatic MRAs */
   uint8_t mra_service_timeout;  /* exponent sent in automatic and backlog MRAs */
   uint32_t idle_spins;          /* empty polls before a worker sleeps */
+  uint32_t half_open_per_source; /* unsettled handshakes a REQ opened, per source (LID, or GID) */
+  uint32_t half_open_per_listen; /* the same, per listen */
 } fastcm_engine_config;
 
 /* The C++ defaults (1 shard, workers, engine-owned EAL, 65536 endpoints, ...). Any thread. */
