@@ -128,6 +128,36 @@ serve_fastcm() {
   say "$phase: fastcm-bench server done"
 }
 
+# serve_example PHASE SECONDS CMD...: a fastcm example server (rping_server) as serve runs a
+# kernel-CM one: its output in PHASE.log, ready once it says it listens; at stop-PHASE it has
+# until SECONDS to end by itself (it serves --connections N, the last ones perhaps still in
+# time-wait) within 30 s, or is asked to finish (SIGTERM); it must exit with status 0 (every
+# connection served, its data verified).
+serve_example() {
+  phase=$1 limit=$2
+  shift 2
+  "$@" >"$out/$phase.log" 2>&1 &
+  pid=$!
+  wait_until "$limit" grep -q '^rping_server: listening' "$out/$phase.log"
+  echo ready >"$out/ready-$phase"
+  wait_for "stop-$phase" "$limit"
+  waited=0
+  while ! process_gone "$pid" && [ "$waited" -lt 30 ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid"
+  status=$?
+  [ "$status" -eq 0 ] || fail "$phase: the example server exited with status $status (its log: $phase.log)"
+  say "$phase: example server done"
+}
+
+# True once process $1 has exited (a zombie of this shell counts as exited).
+process_gone() {
+  ! kill -0 "$1" 2>/dev/null || [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = Z ]
+}
+
 start_server() {
   phase=$1 limit=$2 address=$3
   shift 3
