@@ -20,7 +20,6 @@
 #include "examples/rping_client/rping_client.h"
 #include "examples/rping_common/rdma_program.h"
 #include "fabric/roce_udp/ip_gid.h"
-#include "fabric/roce_udp/rocev2_frame.h"
 
 namespace {
 
@@ -82,15 +81,12 @@ bool resolve(const CmStack& cm, Options& o, std::string& error) {
     o.client.source = *source;
     return true;
   }
-  const bool v4 = fastcm::roce::is_ipv4_mapped(*target);
-  const auto same_kind = std::find_if(gids.begin(), gids.end(), [&](const fastcm::Gid& g) {
-    return fastcm::roce::is_ipv4_mapped(g) == v4 && g.raw[0] != 0xfe;
-  });
-  if (same_kind == gids.end()) {
+  const std::optional<fastcm::Gid> source = fastcm::examples::source_gid_for(cm.port(), *target);
+  if (!source) {
     error = "the port has no GID of the target's kind: give --source-ip";
     return false;
   }
-  o.client.source = *same_kind;
+  o.client.source = *source;
   return true;
 }
 

@@ -9,7 +9,7 @@
 #include <span>
 
 #include "examples/rping_common/qp_transition.h"
-#include "fabric/roce_udp/rocev2_frame.h"
+#include "examples/rping_common/rdma_cm_req.h"
 #include "fastcm/cm_enums.h"
 #include "fastcm/rdma_cm.h"
 
@@ -22,36 +22,6 @@ constexpr std::uint32_t kSendDepth = 4;
 constexpr std::uint32_t kRecvDepth = 2;
 constexpr std::uint64_t kRecvId = 1;
 constexpr std::uint64_t kSendId = 2;
-// What Linux' rdma_cm (kernel 6.1) puts in a RoCE route: the route's hop limit (IPv4's default
-// TTL), and CMA_IBOE_PACKET_LIFETIME, which with its response timeout sets how often the REQ is
-// sent again (2 x 1.07 s + 4.3 s).
-constexpr std::uint8_t kRoceHopLimit = 64;
-constexpr std::uint8_t kRocePacketLifeTime = 18;
-constexpr PKey kDefaultPKey = 0xFFFF;
-// rdma_cm picks the source port of a connecting ID from the ephemeral range.
-constexpr std::uint16_t kFirstEphemeralPort = 32768;
-constexpr std::uint16_t kLastEphemeralPort = 60999;
-
-Path roce_path(const PortAttr& port, const ClientConfig& c) {
-  Path p;
-  p.local_gid = c.source;
-  p.remote_gid = c.target;
-  p.hop_limit = kRoceHopLimit;
-  p.subnet_local = false;  // rdma_cm sets Subnet Local only for a hop limit of 1 or less
-  p.mtu = port.active_mtu;
-  p.packet_life_time = kRocePacketLifeTime;
-  p.port = port.port_num;
-  p.pkey = kDefaultPKey;
-  return p;
-}
-
-rdma_cm::IpHeader ip_header(const ClientConfig& c, std::uint16_t source_port) {
-  if (roce::is_ipv4_mapped(c.source)) {
-    const auto last4 = [](const Gid& g) { return rdma_cm::Ipv4Address{g.raw[12], g.raw[13], g.raw[14], g.raw[15]}; };
-    return rdma_cm::IpHeader::ipv4(last4(c.source), last4(c.target), source_port);
-  }
-  return rdma_cm::IpHeader::ipv6(c.source.raw, c.target.raw, source_port);
-}
 
 // Private data as text when it is text (up to its first NUL), else as hex without the zero fill.
 std::string private_data_text(std::span<const std::uint8_t> data) {
@@ -97,34 +67,21 @@ bool RpingClient::start(std::string& error) {
     error = "create_id failed";
     return false;
   }
-  std::mt19937 random{std::random_device{}()};
-  const auto source_port = static_cast<std::uint16_t>(
-      std::uniform_int_distribution<unsigned>(kFirstEphemeralPort, kLastEphemeralPort)(random));
+  const RdmaCmTarget to{config_.source, config_.target, config_.port, random_source_port()};
   std::array<std::uint8_t, rdma_cm::kIpHeaderSize> header{};
-  std::size_t used = 0;
-  if (rdma_cm::encode_private_data(ip_header(config_, source_port), {}, header, used) != rdma_cm::HeaderStatus::ok) {
-    error = "rdma_cm header";
-    return false;
-  }
-  ReqParams req;
-  req.service_id = rdma_cm::service_id(rdma_cm::PortSpace::tcp, config_.port);
-  req.primary = roce_path(cm_.port(), config_);
+  ReqParams req = rdma_cm_req(cm_.port(), to, header);
   req.qpn = qp_->qp_num;
-  req.starting_psn = random() & 0xFF'FFFF;
-  // rping's connection parameters: one RDMA READ each way in flight.
-  req.responder_resources = 1;
-  req.initiator_depth = 1;
+  req.starting_psn = std::random_device{}() & 0xFF'FFFF;
   req.remote_cm_response_timeout = config_.cm_response_timeout;
   req.local_cm_response_timeout = config_.cm_response_timeout;
   req.max_cm_retries = config_.max_cm_retries;
-  req.private_data = std::span<const std::uint8_t>(header.data(), used);
   const Status st = cm_.engine->send_req(id_, req);
   if (st != Status::ok) {
     error = "send_req: " + std::string(to_string(st));
     return false;
   }
   req_ns_ = cm_.clock.now_ns();
-  std::printf("rping_client: REQ sent to port %u (QPN 0x%x, source port %u)\n", config_.port, qp_->qp_num, source_port);
+  std::printf("rping_client: REQ sent to port %u (QPN 0x%x, source port %u)\n", config_.port, qp_->qp_num, to.source_port);
   // INIT now, so the first receive is up before the server can send.
   QpAttr attr;
   if (cm_.engine->init_qp_attr(id_, QpState::init, attr) != Status::ok ||

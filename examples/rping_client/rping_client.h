@@ -12,6 +12,7 @@
 #include <string>
 
 #include "examples/rping_common/cm_stack.h"
+#include "examples/rping_common/rdma_cm_req.h"
 #include "examples/rping_common/rping_protocol.h"
 #include "examples/rping_common/verbs_context.h"
 #include "fastcm/types.h"
@@ -24,8 +25,8 @@ struct ClientConfig {
   std::uint16_t port = rping::kDefaultPort;
   std::uint32_t count = 5;
   std::uint32_t size = rping::kDefaultSize;
-  std::uint8_t cm_response_timeout = 20;  // rdma_cm's, 4.096 us * 2^20 = 4.3 s
-  std::uint8_t max_cm_retries = 15;       // rdma_cm's
+  std::uint8_t cm_response_timeout = kRdmaCmResponseTimeout;  // 4.096 us * 2^20 = 4.3 s
+  std::uint8_t max_cm_retries = kRdmaCmMaxRetries;
 };
 
 class RpingClient {

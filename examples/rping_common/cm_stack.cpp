@@ -11,7 +11,8 @@ constexpr std::uint32_t kQueuedEvents = 4096;
 
 }  // namespace
 
-std::unique_ptr<CmStack> CmStack::open(const std::string& device, std::uint8_t hca_port, std::string& error) {
+std::unique_ptr<CmStack> CmStack::open(const std::string& device, std::uint8_t hca_port, std::string& error,
+                                       double auto_mra_fraction) {
   auto s = std::make_unique<CmStack>();
   umad::UmadConfig fabric_config;
   fabric_config.device = device;
@@ -25,6 +26,7 @@ std::unique_ptr<CmStack> CmStack::open(const std::string& device, std::uint8_t h
   }
   EngineConfig config;
   config.max_endpoints = kEndpoints;
+  config.auto_mra_fraction = auto_mra_fraction;
   ConfigError why;
   if (Engine::create(*s->fabric, s->clock, config, s->engine, &why) != Status::ok) {
     error = "the engine refused its configuration: " + std::string(to_string(why.field)) + " " +

@@ -18,10 +18,12 @@ namespace fastcm::examples {
 
 struct CmStack {
   // Opens port `hca_port` of `device` (0: the device's first active port; an empty device: the
-  // first umad CA) and starts an engine with one shard over it. Returns null with `error` set to
-  // the fabric's or the engine's one-line reason.
+  // first umad CA) and starts an engine with one shard over it, sending automatic MRAs at
+  // `auto_mra_fraction` of a peer's CM response timeout (EngineConfig; 0: none). Returns null with
+  // `error` set to the fabric's or the engine's one-line reason.
   [[nodiscard]] static std::unique_ptr<CmStack> open(const std::string& device, std::uint8_t hca_port,
-                                                     std::string& error);
+                                                     std::string& error,
+                                                     double auto_mra_fraction = EngineConfig{}.auto_mra_fraction);
 
   [[nodiscard]] const PortAttr& port() const noexcept { return fabric->ports().front(); }
 
