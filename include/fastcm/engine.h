@@ -241,7 +241,11 @@ class Engine {
   // Passive side: data arrived on the QP before the RTU; the endpoint becomes established.
   virtual Status establish(Id id) = 0;
 
-  // QP attributes for moving the endpoint's QP to `state`, capped to the CA's limits.
+  // QP attributes for moving the endpoint's QP to `state`, capped to the CA's limits. INIT once
+  // the endpoint has a path (REQ sent or received); RTR and RTS once the REP is in (active side)
+  // or out (passive side: its receive PSN is RepParams::starting_psn, chosen in send_rep).
+  // Errors: stale_id, invalid_state (not that far yet, or past the connection), invalid_argument
+  // (QpState::reset).
   virtual Status init_qp_attr(Id id, QpState state, QpAttr& out) const = 0;
 
   // The last private data received on the endpoint (full wire length), valid until the next
