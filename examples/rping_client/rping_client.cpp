@@ -93,14 +93,9 @@ bool RpingClient::start(std::string& error) {
 }
 
 void RpingClient::drain_cm_events() {
-  std::array<Event, 8> events;
-  std::size_t n;
-  while ((n = cm_.engine->poll(*cm_.events, events)) > 0) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!done_ && events[i].id == id_) on_event(events[i]);
-      cm_.engine->release(events[i]);
-    }
-  }
+  cm_.drain_events([this](const Event& event) {
+    if (!done_ && event.id == id_) on_event(event);
+  });
 }
 
 void RpingClient::on_event(const Event& event) {

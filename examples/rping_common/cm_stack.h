@@ -6,6 +6,8 @@
 // inherit the engine's signal mask; then the engine's calls from any thread (fastcm/engine.h).
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,6 +28,20 @@ struct CmStack {
                                                      double auto_mra_fraction = EngineConfig{}.auto_mra_fraction);
 
   [[nodiscard]] const PortAttr& port() const noexcept { return fabric->ports().front(); }
+
+  // Hands every event queued now to `on_event(const Event&)`, then releases it (its MAD and
+  // private data go back to the engine). The thread that owns the event loop; never blocks.
+  template <class OnEvent>
+  void drain_events(OnEvent&& on_event) {
+    std::array<Event, 16> batch;
+    std::size_t n;
+    while ((n = engine->poll(*events, batch)) > 0) {
+      for (std::size_t i = 0; i < n; ++i) {
+        on_event(static_cast<const Event&>(batch[i]));
+        engine->release(batch[i]);
+      }
+    }
+  }
 
   // Declared in the order they must be destroyed in reverse: the engine before its fabric and clock.
   std::unique_ptr<umad::UmadFabric> fabric;

@@ -58,14 +58,7 @@ bool RpingServer::listen(std::string& error) {
 }
 
 void RpingServer::drain_cm_events() {
-  std::array<Event, 16> events;
-  std::size_t n;
-  while ((n = cm_.engine->poll(*cm_.events, events)) > 0) {
-    for (std::size_t i = 0; i < n; ++i) {
-      on_event(events[i]);
-      cm_.engine->release(events[i]);
-    }
-  }
+  cm_.drain_events([this](const Event& event) { on_event(event); });
 }
 
 void RpingServer::on_event(const Event& event) {

@@ -140,14 +140,7 @@ class Peer {
     }
     std::array<std::uint32_t, 2> ready{};
     (void)loop_.wait(timeout_ms, ready);
-    std::array<Event, 16> events;
-    std::size_t n;
-    while ((n = cm_.engine->poll(*cm_.events, events)) > 0) {
-      for (std::size_t i = 0; i < n; ++i) {
-        on_event(events[i]);
-        cm_.engine->release(events[i]);
-      }
-    }
+    cm_.drain_events([this](const Event& e) { on_event(e); });
   }
 
   static std::uint32_t number_of(const Event& e) {
