@@ -108,9 +108,7 @@ FloodFigures run_flood(Rig& rig, Flood& flood, RecoveryProbe& probe, Acceptor& a
   storm_run = storm.run(progress);
   f.storm_end_s = since_start();
   prober.join();
-  f.answers = flood.answers();
   f.admitted = tally.sum(Count::server_outside_storm);
-  f.counters = rig.counters();
   EngineLevels levels;
   rig.server().levels(levels);
   f.server_endpoints = levels.endpoints;
@@ -163,6 +161,7 @@ int run_storm(const Options& options, std::unique_ptr<Fabric> fabric) {
   if (!rig.drain_pcap()) std::cerr << "fastcm-bench: --pcap: the capture's writer fell behind\n";
   report.counters_after_teardown = rig.counters();
   report.leaks = check_leaks(rig, sizing, options.shards);
+  if (flood) report.flood->answers = flood->answers();
   report.rss_peak = peak_resident_bytes();
   for (std::size_t c = 0; c < static_cast<std::size_t>(Count::count_); ++c) {
     report.counts[c] = tally.sum(static_cast<Count>(c));

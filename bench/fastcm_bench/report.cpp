@@ -44,7 +44,8 @@ void flood_rows(std::ostream& out, const Report& r) {
       f.recovery.answered
           ? latency_text(static_cast<std::uint64_t>(f.recovery.after_s * 1e9)) +
                 " from the flood's end to a REP for a fresh connect (" +
-                grouped(f.recovery.attempts) + " attempts, one every 5 ms)"
+                grouped(f.recovery.attempts) +
+                (f.recovery.attempts == 1 ? " attempt" : " attempts") + ", one every 5 ms)"
           : "NO REP within 30 s (" + grouped(f.recovery.attempts) + " attempts)");
   row("server peak during flood",
       "MADs " + grouped(std::uint64_t{f.run.server_mads_high}) + " of " +
@@ -53,16 +54,16 @@ void flood_rows(std::ostream& out, const Report& r) {
   row("", "(half-open bounds: " + grouped(std::uint64_t{r.sizing.half_open_per_source}) +
               " per source, " + grouped(std::uint64_t{r.sizing.half_open_per_listen}) +
               " per listen)");
-  const auto drop = [&f](DropReason reason) {
-    return grouped(f.counters.server.drops[static_cast<std::size_t>(reason)]);
+  const auto drop = [&r](DropReason reason) {
+    return grouped(r.counters_after_teardown.server.drops[static_cast<std::size_t>(reason)]);
   };
   row("server shed", "source_budget " + drop(DropReason::source_budget) + ", listen_budget " +
                          drop(DropReason::listen_budget) + ", no_resources " +
                          drop(DropReason::no_resources) + ", inbox_full " +
                          drop(DropReason::inbox_full) + ", port queue overflows " +
-                         grouped(f.counters.server_queue_full));
-  row("", "(every server drop: " + grouped(sum_drops(f.counters.server)) +
-              drop_text(f.counters.server) + ")");
+                         grouped(r.counters_after_teardown.server_queue_full));
+  row("", "(every server drop: " + grouped(sum_drops(r.counters_after_teardown.server)) +
+              drop_text(r.counters_after_teardown.server) + ")");
 }
 
 nlohmann::json flood_json(const Report& r) {
@@ -92,8 +93,8 @@ nlohmann::json flood_json(const Report& r) {
           {"max_endpoints", f.server_endpoints.limit},
           {"half_open_per_source", r.sizing.half_open_per_source},
           {"half_open_per_listen", r.sizing.half_open_per_listen},
-          {"server_drops", drops_json(f.counters.server)},
-          {"server_queue_full", f.counters.server_queue_full}};
+          {"server_drops", drops_json(r.counters_after_teardown.server)},
+          {"server_queue_full", r.counters_after_teardown.server_queue_full}};
 }
 
 }  // namespace

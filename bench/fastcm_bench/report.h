@@ -22,7 +22,10 @@ namespace fastcm::bench {
 // --flood-rate's figures.
 struct FloodFigures {
   FloodRun run;
-  FloodAnswers answers;  // what the flooding port received, by the end of the run
+  // What the flooding port received by the end of the run (the teardown's REJs to the handshakes
+  // it left half-open included); the server's drops are the run's (counters_after_teardown), so
+  // that the flood's REQs still queued when the probe's REP came are in.
+  FloodAnswers answers;
   Recovery recovery;
   std::uint64_t established_by_end = 0;  // the storm's connections established by the flood's end
   double storm_start_s = 0;  // the storm's start and end, seconds after the flood's start
@@ -30,7 +33,6 @@ struct FloodFigures {
   std::uint64_t admitted = 0;  // REQs from outside the storm that reached the listen
   std::uint64_t left_half_open = 0;  // flood endpoints still open after the probe, destroyed
   Level server_endpoints;      // the server's endpoint table after the probe (high-water, limit)
-  RigCounters counters;        // after the probe: what the server shed, by reason
 };
 
 // The storm's (--role both or client).
