@@ -15,6 +15,13 @@ double percent(std::uint64_t part, std::uint64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0;
 }
 
+// REQs the server engine received over the whole run, retransmissions included.
+std::uint64_t server_reqs_received(const Report& r) {
+  std::uint64_t n = 0;
+  for (const std::uint64_t per_shard : r.counters_after_teardown.server.reqs_per_shard) n += per_shard;
+  return n;
+}
+
 void flood_rows(std::ostream& out, const Report& r) {
   const FloodFigures& f = *r.flood;
   const auto row = [&out](const char* label, const std::string& value) {
@@ -29,7 +36,9 @@ void flood_rows(std::ostream& out, const Report& r) {
   row("", printf_string("(flood thread: %.2f s CPU)", f.run.cpu_s));
   row("flood answered", "REP " + grouped(f.answers.reps) + ", REJ " + grouped(f.answers.rejs) +
                             ", MRA " + grouped(f.answers.mras) + ", other " +
-                            grouped(f.answers.other) + " (received at the flooding port)");
+                            grouped(f.answers.other) + " received at the flooding port, " +
+                            grouped(r.counters_after_teardown.flood_queue_full) +
+                            " lost to its full queue");
   row("flood admitted", grouped(f.admitted) + " REQs from outside the storm reached the listen");
   row("", std::string("(flood and probe; ") + grouped(f.left_half_open) +
               " of their endpoints still open after the probe, destroyed)");
@@ -63,7 +72,8 @@ void flood_rows(std::ostream& out, const Report& r) {
                          drop(DropReason::inbox_full) + ", port queue overflows " +
                          grouped(r.counters_after_teardown.server_queue_full));
   row("", "(every server drop: " + grouped(sum_drops(r.counters_after_teardown.server)) +
-              drop_text(r.counters_after_teardown.server) + ")");
+              drop_text(r.counters_after_teardown.server) + "; REQs received, all sources: " +
+              grouped(server_reqs_received(r)) + ")");
 }
 
 nlohmann::json flood_json(const Report& r) {
@@ -94,7 +104,9 @@ nlohmann::json flood_json(const Report& r) {
           {"half_open_per_source", r.sizing.half_open_per_source},
           {"half_open_per_listen", r.sizing.half_open_per_listen},
           {"server_drops", drops_json(r.counters_after_teardown.server)},
-          {"server_queue_full", r.counters_after_teardown.server_queue_full}};
+          {"server_queue_full", r.counters_after_teardown.server_queue_full},
+          {"server_reqs_received", server_reqs_received(r)},
+          {"flood_queue_full", r.counters_after_teardown.flood_queue_full}};
 }
 
 }  // namespace

@@ -244,6 +244,7 @@ RigCounters Rig::counters() const {
       c.fabric_delayed += f.delayed;
       c.fabric_queue_full += f.dropped_queue_full;
       if (h == 0) c.server_queue_full += f.dropped_queue_full;
+      if (h == kFloodHca) c.flood_queue_full += f.dropped_queue_full;
     }
   }
   return c;

@@ -59,6 +59,7 @@ struct RigCounters {
   std::uint64_t fabric_delayed = 0;     // by the --reorder rule
   std::uint64_t fabric_queue_full = 0;  // receive queue overflows (undersized queues)
   std::uint64_t server_queue_full = 0;  // those of them at the server's ports (HCA 0)
+  std::uint64_t flood_queue_full = 0;   // and at the flood's port (--flood-rate: answers lost)
   std::optional<pcap_tap::PcapTapCounters> pcap;  // --pcap
 };
 
