@@ -208,23 +208,25 @@ void Rig::create_engines() {
 EngineTotals Rig::totals(const Engine& engine, const Fabric& fabric, bool server) const {
   EngineTotals t;
   std::vector<PortCounters> ports(counter_slots(fabric));
-  const auto add_ports = [&](std::uint64_t* reqs) {
-    for (std::size_t p = 1; p < ports.size(); ++p) {
-      const PortCounters& c = ports[p];
-      for (const MessageCounters& m : c.messages) {
-        t.mads_sent += m.sent;
-        t.retries += m.retried;
-        t.duplicates += m.duplicate;
-      }
-      for (std::size_t r = 0; r < kDropReasons; ++r) t.drops[r] += c.drops[r];
-      const MessageCounters& req = c.of(CmMessageKind::req);
-      *reqs += server ? req.received : req.sent;
+  // The whole engine's counters: the shards' and the pollers' (a MAD they found no room for in a
+  // shard's inbox is counted inbox_full per port, in no shard's counters).
+  engine.counters(ports);
+  for (std::size_t p = 1; p < ports.size(); ++p) {
+    const PortCounters& c = ports[p];
+    for (const MessageCounters& m : c.messages) {
+      t.mads_sent += m.sent;
+      t.retries += m.retried;
+      t.duplicates += m.duplicate;
     }
-  };
+    for (std::size_t r = 0; r < kDropReasons; ++r) t.drops[r] += c.drops[r];
+  }
   t.reqs_per_shard.assign(options_.shards, 0);
   for (std::uint32_t s = 0; s < options_.shards; ++s) {
     engine.shard_counters(s, ports);
-    add_ports(&t.reqs_per_shard[s]);
+    for (std::size_t p = 1; p < ports.size(); ++p) {
+      const MessageCounters& req = ports[p].of(CmMessageKind::req);
+      t.reqs_per_shard[s] += server ? req.received : req.sent;
+    }
   }
   return t;
 }
