@@ -86,6 +86,17 @@ std::string check_combination(const CLI::App& app, const Options& o) {
   if (o.fabric == FabricKind::udp && o.addresses.empty()) {
     return "--fabric udp needs at least one --address (one port per local IP address)";
   }
+  if (const std::string n = first_given({"--flood-rate", "--flood-seconds"});
+      !n.empty() && o.role != Role::both) {
+    return n + " floods from a third loopback HCA: --role both only";
+  }
+  if (given("--flood-seconds") && !given("--flood-rate")) {
+    return "--flood-seconds needs --flood-rate";
+  }
+  if (given("--flood-rate") && o.duration_s > 0) {
+    return "--flood-rate: the storm runs its --connections during the flood; --duration does not "
+           "apply";
+  }
   if (given("--service-id") && given("--rdma-cm-port")) {
     return "--service-id and --rdma-cm-port both name the listen's service ID: give one";
   }
@@ -98,17 +109,6 @@ std::string check_combination(const CLI::App& app, const Options& o) {
                  "server";
     }
     return {};
-  }
-  if (const std::string n = first_given({"--flood-rate", "--flood-seconds"});
-      !n.empty() && o.role != Role::both) {
-    return n + " floods from a third loopback HCA: --role both only";
-  }
-  if (given("--flood-seconds") && !given("--flood-rate")) {
-    return "--flood-seconds needs --flood-rate";
-  }
-  if (given("--flood-rate") && o.duration_s > 0) {
-    return "--flood-rate: the storm runs its --connections during the flood; --duration does not "
-           "apply";
   }
   if (o.role == Role::both) {
     if (const std::string n = first_given(

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,23 @@ TEST(FastcmBenchFlood, OneSourceIsShedWhileLegitimateConnectsSucceedAndTheServer
 
   // A fresh connect was answered with a REP once the flood stopped.
   EXPECT_TRUE(f["recovery"]["answered"].get<bool>()) << run.out;
+}
+
+// A usage error: exit status 2, `message` on standard error.
+void expect_usage_error(const std::vector<std::string>& args, const std::string& message) {
+  const test::ToolRun run = test::run_tool(FASTCM_BENCH_TOOL, args);
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find(message), std::string::npos) << "stderr: " << run.err;
+}
+
+TEST(FastcmBenchFlood, FloodOptionsNeedTheLoopbackRigAndARate) {
+  expect_usage_error({"--fabric", "udp", "--address", "127.0.0.1", "--role", "server",
+                      "--flood-rate", "1000"},
+                     "--flood-rate floods from a third loopback HCA: --role both only");
+  expect_usage_error({"--flood-seconds", "2"}, "--flood-seconds needs --flood-rate");
+  expect_usage_error({"--flood-rate", "1000", "--duration", "2"},
+                     "--duration does not apply");
+  expect_usage_error({"--flood-rate", "0"}, "--flood-rate");
 }
 
 }  // namespace
