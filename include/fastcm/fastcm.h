@@ -304,7 +304,7 @@ typedef struct fastcm_loopback_config {
   double reorder_pct;
 } fastcm_loopback_config;
 
-/* Defaults: 2 HCAs of 1 port, queue depth 2048, seed 1, no faults. Any thread. */
+/* Defaults: 2 HCAs of 1 port, queue depth 2048, seed 1, no faults. Any thread; never blocks. */
 void fastcm_loopback_config_init(fastcm_loopback_config* config) FASTCM_NOEXCEPT;
 /* Creates the fabric; clock (NULL: CLOCK_MONOTONIC) times its injected delays. Errors:
  * FASTCM_ERR_INVALID_ARGUMENT (a count, depth or percentage out of range), FASTCM_ERR_NO_RESOURCES
@@ -785,6 +785,9 @@ typedef struct fastcm_connection_info {
   uint8_t initiator_depth;
   uint8_t retry_count;
   uint8_t rnr_retry_count;
+  uint8_t max_cm_retries;
+  uint8_t remote_cm_response_timeout; /* exponent: how long the peer may take to answer */
+  uint8_t local_cm_response_timeout;  /* exponent: how long this side may take */
   uint8_t mtu;
   uint32_t local_psn;
   uint32_t remote_psn;
@@ -952,12 +955,13 @@ fastcm_status fastcm_fabrics_open(const fastcm_settings* settings, const fastcm_
 /* Closes them, first completing the capture. Every engine on them must be destroyed first. NULL
  * does nothing. Blocks while the capture's last MADs are written. */
 void fastcm_fabrics_close(fastcm_fabrics* fabrics) FASTCM_NOEXCEPT;
-/* Loopback: the HCA count; umad and udp: 1. Any thread. */
+/* Loopback: the HCA count; umad and udp: 1. Any thread; never blocks; no error. */
 size_t fastcm_fabrics_count(const fastcm_fabrics* fabrics) FASTCM_NOEXCEPT;
-/* Fabric `index`, valid until fastcm_fabrics_close; NULL for an index out of range. Any thread. */
+/* Fabric `index`, valid until fastcm_fabrics_close; NULL for an index out of range. Any thread;
+ * never blocks. */
 fastcm_fabric* fastcm_fabrics_get(fastcm_fabrics* fabrics, size_t index) FASTCM_NOEXCEPT;
 /* The capture's counters into *out and true; false (and *out untouched) without a [pcap] file.
- * Any thread. */
+ * Any thread, while MADs flow (each counter a snapshot); never blocks. */
 bool fastcm_fabrics_capture_counters(const fastcm_fabrics* fabrics, fastcm_capture_counters* out) FASTCM_NOEXCEPT;
 
 #ifdef __cplusplus
