@@ -186,6 +186,8 @@ void copy_engine_config(To& out, const From& in) noexcept {
   set(out.auto_mra_fraction, in.auto_mra_fraction);
   set(out.mra_service_timeout, in.mra_service_timeout);
   set(out.idle_spins, in.idle_spins);
+  set(out.half_open_per_source, in.half_open_per_source);
+  set(out.half_open_per_listen, in.half_open_per_listen);
 }
 
 template <class To, class From>

@@ -168,6 +168,8 @@ void read_engine(Reader& r, EngineConfig& e) {
   r.number("engine", "max_listens", e.max_listens);
   r.number("engine", "mad_buffers", e.mad_buffers);
   r.number("engine", "idle_spins", e.idle_spins);
+  r.number("engine", "half_open_per_source", e.half_open_per_source);
+  r.number("engine", "half_open_per_listen", e.half_open_per_listen);
   r.real("mra", "auto_fraction", e.auto_mra_fraction);
   r.number("mra", "service_timeout", e.mra_service_timeout);
   r.choice("eal", "owner", e.eal, {"engine", "application"}, {EalOwner::engine, EalOwner::application});
@@ -250,6 +252,8 @@ std::pair<std::string_view, std::string_view> key_of(ConfigField field, FabricTy
     case ConfigField::mad_buffers: return {"engine", "mad_buffers"};
     case ConfigField::auto_mra_fraction: return {"mra", "auto_fraction"};
     case ConfigField::mra_service_timeout: return {"mra", "service_timeout"};
+    case ConfigField::half_open_per_source: return {"engine", "half_open_per_source"};
+    case ConfigField::half_open_per_listen: return {"engine", "half_open_per_listen"};
     case ConfigField::fabric:
       switch (fabric) {
         case FabricType::loopback: return {"loopback", "ports_per_hca"};

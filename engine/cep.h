@@ -97,6 +97,12 @@ struct Cep {
   Delivery delivery;
   void* context = nullptr;
   BacklogRef backlog;                    // the listen whose backlog this REQ counts against
+  // The half-open budget (half_open_budget.h), passive side, from the REQ until the handshake
+  // settles: the listen the handshake counts against (empty: not counted, or settled) and its
+  // source's entry; a source that leaves its handshakes unanswered gets its REP once.
+  BacklogRef half_open_listen;
+  std::uint32_t half_open_source = 0;
+  bool unanswering_source = false;
 
   // ---- intrusive links (slot indexes) -----------------------------------------------------------
   std::uint32_t dup_next = kNoSlot;      // duplicate-REQ index: (remote comm ID, remote CA GUID)

@@ -113,14 +113,25 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
                    std::span<const std::uint8_t>(bad->ari).first(bad->ari_length));
     return;
   }
+  // The source's and the listen's half-open handshakes, judged by where the REQ came from.
+  const HalfOpenBudget::Admission admission = env_.half_open.admit(buf.packet.addr, listen->id);
+  if (admission.refused != HalfOpenBudget::Refusal::none) {
+    apply_backlog_policy(buf, hdr, req, *listen,
+                         admission.refused == HalfOpenBudget::Refusal::source ? DropReason::source_budget
+                                                                              : DropReason::listen_budget);
+    return;
+  }
+  const auto unadmit = [&] { env_.half_open.settle(admission.source, listen->id, HalfOpenBudget::Settled::abandoned); };
   // A full event queue is a full backlog too: the application could not hear of this REQ.
   const EventQueue* queue = listen->params.delivery.queue;
   if ((queue != nullptr && env_.outbox.queue_full(*queue)) || !env_.listens.take_backlog(*listen)) {
-    apply_backlog_policy(buf, hdr, req, *listen);
+    unadmit();
+    apply_backlog_policy(buf, hdr, req, *listen, DropReason::backlog_full);
     return;
   }
   Cep* cep = allocate_endpoint();
   if (cep == nullptr) {
+    unadmit();
     env_.listens.release_backlog(listen->id);
     drop(port_index, DropReason::no_resources);
     reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
@@ -129,6 +140,9 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   }
   attach(*cep, listen->params.delivery, nullptr);
   cep->backlog = listen->id;
+  cep->half_open_listen = listen->id;
+  cep->half_open_source = admission.source;
+  cep->unanswering_source = admission.unanswering;
   cep->port_index = port_index;
   cep->remote_comm_id = req.local_comm_id;
   cep->remote_ca_guid = req.local_ca_guid;
@@ -174,9 +188,9 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
 }
 
 void Protocol::apply_backlog_policy(const MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& req,
-                                    const Listen& listen) noexcept {
+                                    const Listen& listen, DropReason why) noexcept {
   const std::uint16_t port_index = buf.packet.addr.port_index;
-  drop(port_index, DropReason::backlog_full);
+  drop(port_index, why);
   switch (listen.params.backlog_policy) {
     case BacklogPolicy::drop: break;
     case BacklogPolicy::reject:
@@ -236,6 +250,7 @@ void Protocol::reject(Cep& cep, mad::RejReason reason, std::span<const std::uint
   copy_into(rej.private_data, private_data);
   cancel_timer(cep);
   leave_backlog(cep);
+  settle_half_open(cep, HalfOpenBudget::Settled::abandoned);
   (void)send_and_keep(cep, rej);
   // Once our REP went out the peer may hold our ID: keep it out of reuse for a time-wait.
   if (cep.state == CepState::rep_sent || cep.state == CepState::mra_rep_rcvd) {
@@ -278,6 +293,7 @@ void Protocol::on_rej(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rej& re
     case CepState::mra_req_sent:
       cancel_timer(*cep);
       leave_backlog(*cep);
+      settle_half_open(*cep, HalfOpenBudget::Settled::answered);
       if (rej.reason == mad::RejReason::stale_conn) {
         enter_timewait(*cep);
       } else {
@@ -368,7 +384,8 @@ Status Protocol::send_rep(Id id, const RepParams& p) noexcept {
   cep->srq = p.srq;
   leave_backlog(*cep);
   cep->state = CepState::rep_sent;
-  cep->retries_left = cep->max_cm_retries;
+  // A source that never answers gets this REP once: duplicates of its REQ still get it again.
+  cep->retries_left = cep->unanswering_source ? 0 : cep->max_cm_retries;
   cep->retry_timeout_ns = response_wait_ns(cep->primary.packet_life_time, cep->remote_cm_response_timeout);
   arm_timer(*cep, CepTimer::retransmit, cep->retry_timeout_ns);
   return Status::ok;

@@ -67,6 +67,7 @@ void Protocol::on_dreq(MadBuf& buf, const mad::MadHeader& hdr, const mad::Dreq& 
     default: return drop(port_index, DropReason::out_of_state);
   }
   cancel_timer(*cep);
+  settle_half_open(*cep, HalfOpenBudget::Settled::answered);  // rep_sent: the RTU was lost
   cep->state = CepState::dreq_rcvd;
   cep->lap_state = LapState::idle;
   cep->transaction_id = hdr.transaction_id;

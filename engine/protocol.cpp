@@ -157,6 +157,7 @@ void Protocol::on_retransmit_timeout(Cep& cep) noexcept {
     case CepState::mra_rep_rcvd: {
       // Tell the peer, in case only its answers are lost.
       const bool passive = cep.state == CepState::rep_sent || cep.state == CepState::mra_rep_rcvd;
+      settle_half_open(cep, HalfOpenBudget::Settled::unanswered);
       reject(cep, mad::RejReason::timeout, ca_guid_ari(port(cep.port_index)), {});
       ev.type = passive ? EventType::rep_error : EventType::req_error;
       break;
@@ -260,6 +261,7 @@ void Protocol::resend_rtu(Cep& cep) noexcept {
 }
 
 void Protocol::settle_established(Cep& cep) noexcept {
+  settle_half_open(cep, HalfOpenBudget::Settled::answered);  // RTU, or data on the QP
   const auto private_data_of = [](const MadBuf& m) { return mad::private_data(mad::ConstMadSpan(m.packet.mad)); };
   if (cep.sent != nullptr && (!cep.active || all_zero(private_data_of(*cep.sent)))) {
     release(env_.pool, cep.sent);
@@ -405,6 +407,12 @@ void Protocol::leave_backlog(Cep& cep) noexcept {
   cep.backlog = {};
 }
 
+void Protocol::settle_half_open(Cep& cep, HalfOpenBudget::Settled how) noexcept {
+  if (cep.half_open_listen.empty()) return;
+  env_.half_open.settle(cep.half_open_source, cep.half_open_listen, how);
+  cep.half_open_listen = {};
+}
+
 std::optional<Id> Protocol::claim_remote_qpn(Cep& cep) noexcept {
   const Id self = CepTable::id_of(cep);
   const std::optional<Id> other = env_.remote_qpns.claim({cep.remote_qpn, cep.remote_ca_guid}, self);
@@ -440,6 +448,7 @@ void Protocol::free_endpoint(Cep& cep) noexcept {
   release_remote_qpn(cep);
   sidr_reqs_.erase(cep);
   leave_backlog(cep);
+  settle_half_open(cep, HalfOpenBudget::Settled::abandoned);
   release(env_.pool, cep.sent);
   release(env_.pool, cep.received);
   cep.sent = cep.received = nullptr;

@@ -25,6 +25,7 @@
 #include "engine/cep_table.h"
 #include "engine/cid.h"
 #include "engine/endpoint_budget.h"
+#include "engine/half_open_budget.h"
 #include "engine/listens.h"
 #include "engine/mad/cm_messages.h"
 #include "engine/mad/codec.h"
@@ -49,6 +50,7 @@ struct ProtocolEnv {
   Listens& listens;
   RemoteQpns& remote_qpns;
   EndpointBudget& budget;
+  HalfOpenBudget& half_open;
   EngineConfig config;
   std::uint32_t shard = 0;
   CidLayout layout{1, SipKey{}};
@@ -194,8 +196,10 @@ class Protocol {
   void emit(Cep& cep, Event& event, MadBuf* mad) noexcept;
   void keep_received(Cep& cep, MadBuf& buf) noexcept;
 
+  // Answers a REQ `listen` cannot take (`why`: backlog_full, source_budget or listen_budget) as the
+  // listen's BacklogPolicy says: REJ "no resources", drop, or MRA; counts `why`.
   void apply_backlog_policy(const MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& req,
-                            const Listen& listen) noexcept;
+                            const Listen& listen, DropReason why) noexcept;
   // SIDR_REP `p` to the endpoint's SIDR_REQ and free the endpoint; false (nothing changed) when
   // out of MADs. Parameters are already validated.
   bool answer_sidr_req(Cep& cep, const SidrRepParams& p) noexcept;
@@ -224,6 +228,8 @@ class Protocol {
   // count. Runs when time-wait ends, or at once for endpoints that never left idle.
   void free_endpoint(Cep& cep) noexcept;
   void leave_backlog(Cep& cep) noexcept;
+  // Ends the endpoint's half-open handshake in the budget, if it counts one (else nothing).
+  void settle_half_open(Cep& cep, HalfOpenBudget::Settled how) noexcept;
   // Records the endpoint's remote QP in RemoteQpns (see remote_qpns.h); the Id recorded for it
   // before when that is another endpoint's (the new connection is stale), else nullopt.
   std::optional<Id> claim_remote_qpn(Cep& cep) noexcept;

@@ -16,11 +16,13 @@ bool has_paths(CepState s) noexcept {
          s != CepState::sidr_req_rcvd;
 }
 
-// RTR needs the peer's QPN and PSN: known once the REQ (passive) or the REP (active) arrived.
+// RTR needs the peer's QPN and the PSN our receive queue starts from. The active side chose that
+// PSN in its REQ and learns the peer's QPN from the REP; the passive side learns the QPN from the
+// REQ but chooses its receive PSN only in its REP (RepParams::starting_psn), so before send_rep
+// it has no rq_psn to give. (Linux' ib_cm answers RTR there with a PSN of 0; rdma_cm then writes
+// in the PSN it is about to send, which the engine cannot know.)
 bool knows_peer_qp(const Cep& cep) noexcept {
   switch (cep.state) {
-    case CepState::req_rcvd:
-    case CepState::mra_req_sent:
     case CepState::rep_sent:
     case CepState::mra_rep_rcvd: return !cep.active;
     case CepState::rep_rcvd:
@@ -32,11 +34,8 @@ bool knows_peer_qp(const Cep& cep) noexcept {
   }
 }
 
-// RTS: the passive side once its REP is out, the active side once the REP is in.
-bool may_send(const Cep& cep) noexcept {
-  const bool before_rep = cep.state == CepState::req_rcvd || cep.state == CepState::mra_req_sent;
-  return knows_peer_qp(cep) && !before_rep;
-}
+// RTS: as RTR, the passive side once its REP is out, the active side once the REP is in.
+bool may_send(const Cep& cep) noexcept { return knows_peer_qp(cep); }
 
 AhAttr address_vector(const Path& path, const PortAttr& port) noexcept {
   AhAttr ah;

@@ -1,13 +1,15 @@
-// SipHash-c-d (Aumasson and Bernstein, "SipHash: a fast short-input PRF", 2012) of a message
-// shorter than 8 bytes: a keyed pseudo-random function, here the round function of the comm-ID
-// permutation (cid_permutation.h). Such a message is the one final block, so a hash costs c + d
-// SipRounds and no loop; longer messages are not needed and not offered.
+// SipHash-c-d (Aumasson and Bernstein, "SipHash: a fast short-input PRF", 2012): a keyed
+// pseudo-random function. Of a message shorter than 8 bytes (the round function of the comm-ID
+// permutation, cid_permutation.h), which is the one final block, so a hash costs c + d SipRounds
+// and no loop; and of a message of whole 8-byte words (a half-open handshake's source, a GID and
+// its port: shards/half_open_table.h), one compression per word before the final block.
 // Thread contract: pure functions.
 #pragma once
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace fastcm::engine {
 
@@ -16,11 +18,12 @@ struct SipKey {
   std::uint64_t k1 = 0;  // key bytes 8-15
 };
 
-// `message` holds the message bytes in little-endian order in its low `length` bytes (length < 8;
+// The hash of `words` (each holding 8 message bytes in little-endian order)
+// followed by the `tail_length` bytes of `tail` (its low bytes, little-endian; tail_length < 8,
 // higher bytes zero).
 template <int C, int D>
-[[nodiscard]] constexpr std::uint64_t sip_hash(const SipKey& key, std::uint64_t message,
-                                               std::size_t length) noexcept {
+[[nodiscard]] constexpr std::uint64_t sip_hash(const SipKey& key, std::span<const std::uint64_t> words,
+                                               std::uint64_t tail, std::size_t tail_length) noexcept {
   std::uint64_t v0 = key.k0 ^ 0x736f6d6570736575ull;
   std::uint64_t v1 = key.k1 ^ 0x646f72616e646f6dull;
   std::uint64_t v2 = key.k0 ^ 0x6c7967656e657261ull;
@@ -41,14 +44,25 @@ template <int C, int D>
     v1 ^= v2;
     v2 = std::rotl(v2, 32);
   };
-  // The final block: the message bytes, and the length in the top byte.
-  const std::uint64_t block = std::uint64_t{length} << 56 | message;
-  v3 ^= block;
-  for (int i = 0; i < C; ++i) round();
-  v0 ^= block;
+  const auto compress = [&](std::uint64_t block, int rounds) {
+    v3 ^= block;
+    for (int i = 0; i < rounds; ++i) round();
+    v0 ^= block;
+  };
+  for (const std::uint64_t word : words) compress(word, C);
+  // The final block: the tail bytes, and the message length (mod 256) in the top byte.
+  compress(std::uint64_t{8 * words.size() + tail_length} << 56 | tail, C);
   v2 ^= 0xff;
   for (int i = 0; i < D; ++i) round();
   return v0 ^ v1 ^ v2 ^ v3;
+}
+
+// `message` holds the message bytes in little-endian order in its low `length` bytes (length < 8;
+// higher bytes zero).
+template <int C, int D>
+[[nodiscard]] constexpr std::uint64_t sip_hash(const SipKey& key, std::uint64_t message,
+                                               std::size_t length) noexcept {
+  return sip_hash<C, D>(key, std::span<const std::uint64_t>{}, message, length);
 }
 
 }  // namespace fastcm::engine

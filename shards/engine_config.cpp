@@ -1,9 +1,11 @@
 #include "shards/engine_config.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "engine/cid.h"
 #include "shards/epoch.h"
+#include "shards/half_open_table.h"
 #include "shards/listen_registry.h"
 #include "shards/port_poller.h"
 #include "shards/remote_qpn_registry.h"
@@ -19,6 +21,15 @@ constexpr std::uint64_t kMaxMadBuffers = std::uint64_t{1} << 24;
 // Port numbers are 8 bits (PortAttr::port_num), so a fabric has at most 255 ports.
 constexpr std::size_t kMaxPorts = 255;
 constexpr std::uint8_t kMaxTimeoutExponent = 31;
+// No listen can hold more half-open handshakes than an engine has endpoints (about 2^23 at most).
+constexpr std::uint32_t kMaxHalfOpenPerListen = std::uint32_t{1} << 24;
+// Source words of the half-open table (shards/half_open_table.h): four per endpoint, so two
+// sources share a word with probability 1 / (4 x max_endpoints), 2^-14 at most, in demand-zero
+// memory (a source seen costs a page at most).
+constexpr std::uint64_t kMinHalfOpenSourceSlots = std::uint64_t{1} << 14;
+constexpr std::uint64_t half_open_source_slots(std::uint64_t max_endpoints) {
+  return std::bit_ceil(std::max(kMinHalfOpenSourceSlots, 4 * max_endpoints));
+}
 
 // MAD buffers beyond EngineConfig::mad_buffers (the handshake part, engine.h):
 // - the answer reserve: answers are sent and released at once by the shard's thread, one at a
@@ -67,6 +78,8 @@ constexpr bool slot_rule_bounds_the_registry() {
   return true;
 }
 static_assert(slot_rule_bounds_the_registry());
+// The registry's limit bounds max_endpoints (above), which keeps the source words' count in 32 bits.
+static_assert(half_open_source_slots(RemoteQpnRegistry::kMaxCapacity) <= std::uint64_t{1} << 31);
 // The destroy-queue rule bounds the table, which with the largest shard_inbox keeps the inbox
 // ring within its limit.
 static_assert(Shard::inbox_capacity(kMaxShardInbox, (DeferQueue::kMaxCapacity - Shard::kControlHeadroom) / 2) <=
@@ -109,6 +122,12 @@ std::optional<ConfigError> check_config(const EngineConfig& c, std::size_t ports
     return broke(F::auto_mra_fraction, "must be at least 0 and below 1");
   }
   if (c.mra_service_timeout > kMaxTimeoutExponent) return broke(F::mra_service_timeout, "must be 0..31");
+  if (c.half_open_per_source < 1 || c.half_open_per_source > HalfOpenTable::kMaxPerSource) {
+    return broke(F::half_open_per_source, "must be 1..2^24 - 1");
+  }
+  if (c.half_open_per_listen < 1 || c.half_open_per_listen > kMaxHalfOpenPerListen) {
+    return broke(F::half_open_per_listen, "must be 1..2^24");
+  }
   // idle_spins has no rule: 0 sleeps after the first empty poll, ~0u in effect never sleeps.
   return std::nullopt;
 }
@@ -120,6 +139,7 @@ EngineSizing engine_sizing(const EngineConfig& config, std::size_t ports) noexce
   const std::uint64_t capacity = pool_capacity(config.mad_buffers, config.shards, config.shard_inbox, ports,
                                                config.threading == Threading::workers);
   return EngineSizing{.endpoints_per_shard = static_cast<std::uint32_t>(table_size(config.max_endpoints, config.shards)),
+                      .half_open_source_slots = static_cast<std::uint32_t>(half_open_source_slots(config.max_endpoints)),
                       .sent_per_shard = share / 2,
                       .kept_per_shard = share - share / 2,
                       .answers_per_shard = static_cast<std::uint32_t>(kAnswersPerShard),

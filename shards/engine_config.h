@@ -15,6 +15,7 @@ namespace fastcm::shards {
 
 struct EngineSizing {
   std::uint32_t endpoints_per_shard = 0;  // each shard's table (see endpoint_budget.h)
+  std::uint32_t half_open_source_slots = 0;  // source words of the half-open table
   std::uint32_t sent_per_shard = 0;       // the handshake part's halves, per shard
   std::uint32_t kept_per_shard = 0;
   std::uint32_t answers_per_shard = 0;    // the answer reserve, per shard

@@ -41,6 +41,7 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
                                     .listens = env.listens,
                                     .remote_qpns = env.remote_qpns,
                                     .budget = env.budget,
+                                    .half_open = env.half_open,
                                     .config = env.config,
                                     .shard = env.index,
                                     .layout = env.layout,

@@ -51,6 +51,7 @@ struct ShardEnv {
   engine::Listens& listens;
   engine::RemoteQpns& remote_qpns;
   engine::EndpointBudget& budget;
+  engine::HalfOpenBudget& half_open;
   Epoch& epoch;
   // The engine's queue of on_destroyed calls of listens (any thread defers into it): each shard
   // reclaims it after its quiescent point, so the last shard to pass one runs what is due.

@@ -20,6 +20,7 @@
 #include "mempool/mad_mempool.h"
 #include "runtime/dpdk_runtime.h"
 #include "shards/epoch.h"
+#include "shards/half_open_table.h"
 #include "shards/listen_registry.h"
 #include "shards/mpsc_event_queue.h"
 #include "shards/port_poller.h"
@@ -73,6 +74,13 @@ std::optional<engine::SipKey> cid_key(const EngineConfig& config) {
   return engine::SipKey{words[0], words[1]};
 }
 
+// The half-open table's hash key: a SipHash of the comm-ID key under labels of its own, so one
+// getrandom serves both and a configured cid_key makes both reproducible, while neither key tells
+// anything of the other.
+engine::SipKey half_open_key(const engine::SipKey& cid) {
+  return engine::SipKey{engine::sip_hash<2, 4>(cid, 0x3068, 2), engine::sip_hash<2, 4>(cid, 0x3168, 2)};  // "h0", "h1"
+}
+
 class ShardedEngine final : public Engine, private shards::ShardSet {
  public:
   ShardedEngine(Fabric& fabric, const Clock& clock, const EngineConfig& config, const shards::EngineSizing& sizing,
@@ -89,6 +97,11 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
         listens_(config.max_listens, epoch_),
         remote_qpns_(config.max_endpoints),
         budget_(config.max_endpoints),
+        half_open_(shards::HalfOpenTable::Limits{.per_source = config.half_open_per_source,
+                                                 .per_listen = config.half_open_per_listen,
+                                                 .listens = config.max_listens,
+                                                 .source_slots = sizing.half_open_source_slots},
+                   half_open_key(key)),
         retired_listens_(epoch_, config.max_listens * 2, unique_name("fcm_lq"), true) {
     const std::uint32_t per_shard = sizing.endpoints_per_shard;
     for (std::uint32_t s = 0; s < config.shards; ++s) {
@@ -100,6 +113,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
                            .listens = listens_,
                            .remote_qpns = remote_qpns_,
                            .budget = budget_,
+                           .half_open = half_open_,
                            .epoch = epoch_,
                            .listen_retired = retired_listens_,
                            .config = config_,
@@ -413,6 +427,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   shards::ListenRegistry listens_;
   shards::RemoteQpnRegistry remote_qpns_;
   engine::EndpointBudget budget_;
+  shards::HalfOpenTable half_open_;
   shards::DeferQueue retired_listens_;  // listens' on_destroyed, after a grace period
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::unique_ptr<shards::PortPoller>> pollers_;

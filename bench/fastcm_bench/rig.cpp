@@ -110,6 +110,10 @@ RigSizing size_rig(const Options& options) {
   s.rx_queue_depth = std::max(clamp_queue(4 * window, 2048), floors.rx_queue_depth);
   s.event_queue_capacity = clamp_queue(4 * window, 4096);
   s.backlog = std::max(static_cast<std::uint32_t>(2 * window + 1024), floors.backlog);
+  // Every lane may have its handshake half-open at once, all from one port (one source).
+  const EngineConfig defaults;
+  s.half_open_per_source = std::max(defaults.half_open_per_source, options.window);
+  s.half_open_per_listen = std::max(defaults.half_open_per_listen, options.window);
   // An endpoint keeps its last sent and last received MAD until it is established, and none after
   // (the storm's REP and RTU carry no private data: Protocol::settle_established); add full
   // inboxes, and in poll mode the MADs that queued events hold.
@@ -177,6 +181,8 @@ void Rig::create_engines() {
   config.shard_inbox = sizing_.shard_inbox;
   config.max_endpoints = sizing_.max_endpoints;
   config.mad_buffers = sizing_.mad_buffers;
+  config.half_open_per_source = sizing_.half_open_per_source;
+  config.half_open_per_listen = sizing_.half_open_per_listen;
   if (!options_.pcap_path.empty()) {
     Fabric*& tapped = server_fabric_ != nullptr ? server_fabric_ : client_fabric_;
     tap_ = std::make_unique<pcap_tap::PcapTap>(

@@ -31,6 +31,8 @@ struct RigSizing {
   std::uint32_t rx_queue_depth = 0;        // per fabric port
   std::uint32_t event_queue_capacity = 0;  // per side, --mode poll
   std::uint32_t backlog = 0;               // the listen's
+  std::uint32_t half_open_per_source = 0;  // per engine (EngineConfig's)
+  std::uint32_t half_open_per_listen = 0;
   std::uint32_t eal_memory_mb = 0;         // EAL heap: both engines' MAD pools
 };
 

@@ -145,11 +145,19 @@ void Storm::on_client(const Event& event) {
       tally_.add(Count::failed_disconnects);
       (void)client.destroy(event.id);
       break;
-    case EventType::rej_received:
-      tally_.add(lane->disconnecting.load(std::memory_order_relaxed) ? Count::lost_after_established
-                                                                      : Count::rejected);
+    case EventType::rej_received: {
+      // While disconnecting, a stale-connection REJ is the server's time-wait answering a late
+      // copy of our REQ after our DREQ's DREP was lost: the disconnect completed on its side.
+      const bool stale = std::get<RejReceived>(event.params).reason ==
+                         static_cast<std::uint16_t>(RejReason::stale_conn);
+      if (lane->disconnecting.load(std::memory_order_relaxed)) {
+        tally_.add(stale ? Count::disconnected : Count::lost_after_established);
+      } else {
+        tally_.add(Count::rejected);
+      }
       (void)client.destroy(event.id);
       break;
+    }
     case EventType::req_error:
       tally_.add(Count::timed_out);
       (void)client.destroy(event.id);

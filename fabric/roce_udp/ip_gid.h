@@ -1,5 +1,6 @@
 // IP addresses as RoCEv2 GIDs and back: IPv4 a.b.c.d is the IPv4-mapped GID ::ffff:a.b.c.d, an
-// IPv6 address is its own GID. Internal to the udp fabric.
+// IPv6 address is its own GID, as Linux' Soft-RoCE (rxe) and RoCEv2 HCAs fill a port's GID table.
+// Used by the udp fabric and by programs that name RoCE ports by IP address.
 //
 // Thread contract: pure functions over caller-owned values; nothing allocates or blocks.
 #pragma once

@@ -25,6 +25,10 @@ enum class DropReason : std::uint8_t {
   wrong_comm_id,        // the sender's comm ID (or, in a REP, its CA GUID) is not the connection's
   wrong_qpn,            // the QPN it names (ours in a DREQ or LAP, the sender's in a REP) is not
   wrong_source,         // sent from an address (LID, GID, P_Key) of neither of the connection's paths
+  // A REQ refused by the half-open budget (EngineConfig::half_open_per_source / _per_listen),
+  // then answered as its listen's BacklogPolicy says:
+  source_budget,        // its source holds half_open_per_source half-open handshakes already
+  listen_budget,        // its listen holds half_open_per_listen
   count_
 };
 
@@ -42,6 +46,8 @@ enum class DropReason : std::uint8_t {
     case DropReason::wrong_comm_id: return "wrong_comm_id";
     case DropReason::wrong_qpn: return "wrong_qpn";
     case DropReason::wrong_source: return "wrong_source";
+    case DropReason::source_budget: return "source_budget";
+    case DropReason::listen_budget: return "listen_budget";
     case DropReason::count_: break;
   }
   return "unknown";

@@ -111,6 +111,19 @@ struct EngineConfig {
   double auto_mra_fraction = 0.5;
   std::uint8_t mra_service_timeout = 24;     // exponent sent in automatic and backlog MRAs
   std::uint32_t idle_spins = 64;             // empty polls (with a yield) before a worker sleeps
+  // Half-open handshakes: passive endpoints a REQ made, from the REQ until its handshake settles
+  // (established, rejected, timed out or abandoned), at most per source and per listen. A REQ beyond
+  // either bound makes no endpoint: its listen's BacklogPolicy answers it (REJ "no resources",
+  // drop, or MRA), counted DropReason::source_budget or listen_budget. A source is what the fabric
+  // stamps on the REQ, not what the REQ claims: on InfiniBand the source LID (the subnet manager's
+  // to assign), with a GRH (RoCE, routed InfiniBand) the source GID, which a RoCE host can forge (a
+  // host forging a fresh GID per REQ meets only the per-listen bound and the pools). A source that
+  // left its last two handshakes unanswered (our REP's retries ran out) gets its REPs sent once,
+  // without retransmission, until it answers one again. Size the per-source bound above the
+  // handshakes one honest host has in flight (a client window), and the per-listen bound above
+  // what the listen accepts in a peer's CM response time.
+  std::uint32_t half_open_per_source = 1024;
+  std::uint32_t half_open_per_listen = 1u << 14;
   // nullopt (the default): a fresh key from getrandom(2) per engine. Set only where IDs must be
   // reproducible (tests); a key a peer knows makes every ID predictable again.
   std::optional<CidKey> cid_key = std::nullopt;
@@ -131,6 +144,8 @@ inline constexpr std::uint32_t kMaxShards = 64;
 //   auto_mra_fraction    0 <= f < 1 (NaN refused)
 //   mra_service_timeout  0..31 (a 5-bit exponent)
 //   idle_spins           any value (0: sleep after the first empty poll; ~0u: never, in effect)
+//   half_open_per_source 1..2^24 - 1
+//   half_open_per_listen 1..2^24
 //   fabric               the Fabric has 1..255 ports (port numbers are 8 bits)
 //   none                 not the configuration: EAL or DPDK memory, getrandom, or memory failed
 enum class ConfigField : std::uint8_t {
@@ -144,6 +159,8 @@ enum class ConfigField : std::uint8_t {
   mad_buffers,
   auto_mra_fraction,
   mra_service_timeout,
+  half_open_per_source,
+  half_open_per_listen,
   fabric,
 };
 
@@ -159,6 +176,8 @@ enum class ConfigField : std::uint8_t {
     case ConfigField::mad_buffers: return "mad_buffers";
     case ConfigField::auto_mra_fraction: return "auto_mra_fraction";
     case ConfigField::mra_service_timeout: return "mra_service_timeout";
+    case ConfigField::half_open_per_source: return "half_open_per_source";
+    case ConfigField::half_open_per_listen: return "half_open_per_listen";
     case ConfigField::fabric: return "fabric";
   }
   return "unknown";
@@ -222,7 +241,11 @@ class Engine {
   // Passive side: data arrived on the QP before the RTU; the endpoint becomes established.
   virtual Status establish(Id id) = 0;
 
-  // QP attributes for moving the endpoint's QP to `state`, capped to the CA's limits.
+  // QP attributes for moving the endpoint's QP to `state`, capped to the CA's limits. INIT once
+  // the endpoint has a path (REQ sent or received); RTR and RTS once the REP is in (active side)
+  // or out (passive side: its receive PSN is RepParams::starting_psn, chosen in send_rep).
+  // Errors: stale_id, invalid_state (not that far yet, or past the connection), invalid_argument
+  // (QpState::reset).
   virtual Status init_qp_attr(Id id, QpState state, QpAttr& out) const = 0;
 
   // The last private data received on the endpoint (full wire length), valid until the next

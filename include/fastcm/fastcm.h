@@ -350,6 +350,8 @@ typedef struct fastcm_engine_config {
   double auto_mra_fraction;     /* of the peer's CM response timeout; 0 disables automatic MRAs */
   uint8_t mra_service_timeout;  /* exponent sent in automatic and backlog MRAs */
   uint32_t idle_spins;          /* empty polls before a worker sleeps */
+  uint32_t half_open_per_source; /* unsettled handshakes a REQ opened, per source (LID, or GID) */
+  uint32_t half_open_per_listen; /* the same, per listen */
 } fastcm_engine_config;
 
 /* The C++ defaults (1 shard, workers, engine-owned EAL, 65536 endpoints, ...). Any thread. */
@@ -755,7 +757,9 @@ typedef struct fastcm_qp_attr {
   uint8_t alt_timeout;
 } fastcm_qp_attr;
 
-/* Attributes for moving the endpoint's QP to `state`, capped to the CA's limits. Errors:
+/* Attributes for moving the endpoint's QP to `state`, capped to the CA's limits: INIT once the
+ * endpoint has a path, RTR and RTS once the REP is in (active side) or out (passive side, whose
+ * receive PSN is the REP's starting_psn). Errors:
  * FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE (the connection is not far enough for `state`),
  * FASTCM_ERR_INVALID_ARGUMENT (a state other than INIT, RTR, RTS), FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_init_qp_attr(const fastcm_engine* engine, fastcm_id id, fastcm_qp_state state,

@@ -18,14 +18,7 @@
 
 #include "fastcm/fastcm.h"
 
-static int failures = 0;
-#define CHECK(cond)                                                     \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "capi_fabrics_test.c:%d: %s\n", __LINE__, #cond); \
-      ++failures;                                                       \
-    }                                                                   \
-  } while (0)
+#include "c_check.h"
 
 static char scratch_dir[128];
 

@@ -9,15 +9,7 @@
 
 #include "fastcm/fastcm.h"
 
-static int failures = 0;
-
-#define CHECK(cond)                                                      \
-  do {                                                                   \
-    if (!(cond)) {                                                       \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                        \
-    }                                                                    \
-  } while (0)
+#include "c_check.h"
 
 #define CHECK_STATUS(call, expected)                                                      \
   do {                                                                                    \

@@ -154,6 +154,23 @@ TEST(EngineConfigCheck, MraServiceTimeout) {
                    {"31", [](EngineConfig& c) { c.mra_service_timeout = 31; }}});
 }
 
+TEST(EngineConfigCheck, HalfOpenPerSource) {
+  expect_refused(ConfigField::half_open_per_source,
+                 {{"0", [](EngineConfig& c) { c.half_open_per_source = 0; }},
+                  {"2^24", [](EngineConfig& c) { c.half_open_per_source = 1u << 24; }},
+                  {"~0", [](EngineConfig& c) { c.half_open_per_source = ~0u; }}});
+  expect_accepted({{"1", [](EngineConfig& c) { c.half_open_per_source = 1; }},
+                   {"2^24 - 1", [](EngineConfig& c) { c.half_open_per_source = (1u << 24) - 1; }}});
+}
+
+TEST(EngineConfigCheck, HalfOpenPerListen) {
+  expect_refused(ConfigField::half_open_per_listen,
+                 {{"0", [](EngineConfig& c) { c.half_open_per_listen = 0; }},
+                  {"2^24 + 1", [](EngineConfig& c) { c.half_open_per_listen = (1u << 24) + 1; }}});
+  expect_accepted({{"1", [](EngineConfig& c) { c.half_open_per_listen = 1; }},
+                   {"2^24", [](EngineConfig& c) { c.half_open_per_listen = 1u << 24; }}});
+}
+
 TEST(EngineConfigCheck, IdleSpinsTakesAnyValue) {
   expect_accepted({{"0", [](EngineConfig& c) { c.idle_spins = 0; }},
                    {"2^32 - 1 (never sleep)", [](EngineConfig& c) { c.idle_spins = ~0u; }}});

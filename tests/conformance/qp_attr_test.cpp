@@ -373,7 +373,7 @@ TEST_F(QpAttrTest, AlternatePathAndMigrationState) {
   }
 }
 
-// RTR needs the peer's QPN and PSN; RTS also needs the REP to be out (passive) or in (active).
+// RTR and RTS need the REP out (passive: it names the PSN the server receives from) or in (active).
 TEST_F(QpAttrTest, StatesBeforeThePeerIsKnownAreInvalid) {
   Id idle;
   ASSERT_EQ(client().engine().create_id(client().delivery(), nullptr, idle), Status::ok);
@@ -387,12 +387,14 @@ TEST_F(QpAttrTest, StatesBeforeThePeerIsKnownAreInvalid) {
   EXPECT_EQ(status_of(client(), client_id_, QpState::rtr), Status::invalid_state);
   EXPECT_EQ(status_of(client(), client_id_, QpState::rts), Status::invalid_state);
   EXPECT_EQ(status_of(server(), server_id_, QpState::init), Status::ok);
-  EXPECT_EQ(status_of(server(), server_id_, QpState::rtr), Status::ok);
+  // The passive side's receive PSN is the REP's Starting PSN: no RTR before the REP is out.
+  EXPECT_EQ(status_of(server(), server_id_, QpState::rtr), Status::invalid_state);
   EXPECT_EQ(status_of(server(), server_id_, QpState::rts), Status::invalid_state);
   EXPECT_EQ(status_of(server(), server_id_, QpState::reset), Status::invalid_argument);
 
   complete_ = false;  // the client holds its RTU: REP received, not yet established
   ASSERT_EQ(server().engine().send_rep(server_id_, rep_), Status::ok);
+  EXPECT_EQ(attr(server(), server_id_, QpState::rtr).rq_psn, rep_.starting_psn);
   EXPECT_EQ(status_of(server(), server_id_, QpState::rts), Status::ok);
   cluster_.run_for(Cluster::kSecond / 100);
   ASSERT_EQ(state_of(client(), client_id_), "rep_rcvd");

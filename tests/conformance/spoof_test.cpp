@@ -8,6 +8,7 @@
 // one acts, spoils one identity field (or none: the control, which must act), and sends it raw
 // from the peer's port or from a third HCA. One fresh cluster per cell.
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -274,6 +275,37 @@ TEST(Spoof, StaleReqTearsTheConnectionDownOnlyFromItsPeer) {
       }
     }
   }
+}
+
+// The whole matrix: every forged message (each identity field wrong in turn) against an endpoint
+// in every state a setup reaches, not only those where the real message acts: none tears the
+// connection down or moves it on; each is dropped and counted, whatever the reason (a state that
+// ignores the real message may count it out_of_state or duplicate instead of the forgery's own).
+// The figure of issue 13's closing note is this test's last line of output.
+TEST(Spoof, NoForgeryInAnyStateTearsDownOrAdvances) {
+  std::vector<Start> starts;
+  for (const EndpointState state : kEveryEndpointState) starts.push_back({state});
+  starts.push_back({S::established_active, true});
+  std::size_t cells = 0;
+  std::size_t moved_cells = 0;
+  for (const Msg m : kEveryMsg) {
+    if (m == Msg::req_again) continue;  // a REQ naming a live QP: StaleReqTearsTheConnectionDownOnlyFromItsPeer
+    for (const Start& start : starts) {
+      for (const Forgery f : kEveryForgery) {
+        if (f == Forgery::none || !applies(m, start, f)) continue;
+        SCOPED_TRACE(std::string(column(m)) + " in " + label(start) + ", forged " + std::string(label(f)));
+        SpoofCell cell;
+        cell.reach(start);
+        const std::string moved = cell.inject(m, f);
+        ++cells;
+        const bool one_drop = moved.rfind("drop:", 0) == 0 && moved.find(',') == std::string::npos;
+        moved_cells += one_drop ? 0 : 1;
+        EXPECT_TRUE(one_drop) << moved;
+      }
+    }
+  }
+  std::printf("spoof matrix: %zu forged MADs in %zu states, %zu torn down or advanced\n", cells, starts.size(),
+              moved_cells);
 }
 
 // RoCE has no LIDs: the source GID tells the peer from another node.

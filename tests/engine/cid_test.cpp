@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "engine/cep_table.h"
@@ -34,6 +35,29 @@ TEST(SipHash, MatchesTheReferenceVectorsOfSipHash24) {
   for (std::size_t n = 0; n < kExpected.size(); ++n) {
     EXPECT_EQ((sip_hash<2, 4>(kKeys[0], message, n)), kExpected[n]) << n << " bytes";
     message |= std::uint64_t{n} << (8 * n);
+  }
+}
+
+TEST(SipHash, MatchesTheReferenceVectorsOfSipHash24BeyondOneBlock) {
+  // The same vectors for n = 8..16: one or two whole words, then the tail.
+  constexpr std::array<std::uint64_t, 9> kExpected{0x93f5f5799a932462ull, 0x9e0082df0ba9e4b0ull,
+                                                   0x7a5dbbc594ddb9f3ull, 0xf4b32f46226bada7ull,
+                                                   0x751e8fbc860ee5fbull, 0x14ea5627c0843d90ull,
+                                                   0xf723ca908e7af2eeull, 0xa129ca6149be45e5ull,
+                                                   0x3f2acc7f57c29bdbull};
+  std::array<std::uint8_t, 16> bytes{};
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i);
+  const auto word_at = [&bytes](std::size_t at, std::size_t length) {
+    std::uint64_t w = 0;
+    for (std::size_t i = 0; i < length; ++i) w |= std::uint64_t{bytes[at + i]} << (8 * i);
+    return w;
+  };
+  for (std::size_t n = 8; n <= 16; ++n) {
+    const std::array<std::uint64_t, 2> words{word_at(0, 8), word_at(8, 8)};
+    const std::size_t whole = n / 8;
+    const std::uint64_t tail = word_at(8 * whole, n % 8);
+    EXPECT_EQ((sip_hash<2, 4>(kKeys[0], std::span(words).first(whole), tail, n % 8)), kExpected[n - 8])
+        << n << " bytes";
   }
 }
 

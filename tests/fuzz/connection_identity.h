@@ -8,8 +8,9 @@
 //    REP, so a REJ or MRA answering our REQ, or the first REP, cannot be checked for it; a REJ with
 //    local comm ID 0 answers a REQ the peer made no endpoint for (req_sent, mra_req_rcvd);
 //  - the QPN where carried: DREQ and LAP name our QPN, a REP names the peer's (once known);
-//  - the source: the LID of the connection's primary or alternate path's far end, and that
-//    path's P_Key.
+//  - the source: the LID of the connection's primary or alternate path's far end, or on the
+//    passive side the LID its REQ came from (the fabric stamped it: that sender is the peer), and
+//    the connection's P_Key.
 // A REQ or a REP also changes a connection it does not name when it says the connection's remote
 // QP connected again (stale connection, 12.9.8.3): then it must claim the connection's remote QPN
 // and CA GUID and come from its path.
@@ -38,9 +39,12 @@ struct MadSource {
   PKey pkey = 0;
 };
 
-[[nodiscard]] inline bool from_path(const ConnectionInfo& c, MadSource s) noexcept {
+// `req_source`: the LID a passive endpoint's REQ came from, 0 when none is known (LID 0 is
+// reserved, no port has it).
+[[nodiscard]] inline bool from_path(const ConnectionInfo& c, Lid req_source, MadSource s) noexcept {
   const auto on = [s](const Path& p) { return s.lid == p.remote_lid && s.pkey == p.pkey; };
-  return on(c.primary) || (c.alternate && on(*c.alternate));
+  return on(c.primary) || (c.alternate && on(*c.alternate)) ||
+         (req_source != 0 && s.lid == req_source && s.pkey == c.primary.pkey);
 }
 
 namespace detail {
@@ -84,8 +88,8 @@ template <typename M>
 }  // namespace detail
 
 // True when `msg`, received from `source`, names the connection `c` (its IDs as they were before
-// the message), whatever its state.
-[[nodiscard]] inline bool names(const ConnectionInfo& c, const mad::AnyMessage& msg,
+// the message; `req_source` as for from_path), whatever its state.
+[[nodiscard]] inline bool names(const ConnectionInfo& c, Lid req_source, const mad::AnyMessage& msg,
                                 MadSource source, Matching matching) noexcept {
   const bool whole = matching == Matching::whole_identity;
   const auto theirs = [&](std::uint32_t id) {
@@ -93,7 +97,7 @@ template <typename M>
   };
   return std::visit(
       [&]<typename M>(const M& m) {
-        if (whole && !from_path(c, source)) return false;
+        if (whole && !from_path(c, req_source, source)) return false;
         if constexpr (std::is_same_v<M, mad::SidrRep>) {
           return m.request_id == c.local_comm_id;
         } else if constexpr (requires { m.remote_comm_id; }) {
@@ -118,22 +122,29 @@ template <typename M>
 }
 
 // names(), and the message may change the connection in its state `c.state`.
-[[nodiscard]] inline bool may_change_by_name(const ConnectionInfo& c, const mad::AnyMessage& msg,
-                                             MadSource source, Matching matching) noexcept {
+[[nodiscard]] inline bool may_change_by_name(const ConnectionInfo& c, Lid req_source,
+                                             const mad::AnyMessage& msg, MadSource source,
+                                             Matching matching) noexcept {
   const bool valid_in_state =
       std::visit([&]<typename M>(const M&) { return detail::may_change<M>(to_string(c.state)); }, msg);
-  return valid_in_state && names(c, msg, source, matching);
+  return valid_in_state && names(c, req_source, msg, source, matching);
 }
 
 // True when `msg` (a REQ or a REP) from `source` says that `c`'s remote QP connected again.
-[[nodiscard]] inline bool claims_stale(const ConnectionInfo& c, const mad::AnyMessage& msg,
-                                       MadSource source, Matching matching) noexcept {
+[[nodiscard]] inline bool claims_stale(const ConnectionInfo& c, Lid req_source,
+                                       const mad::AnyMessage& msg, MadSource source,
+                                       Matching matching) noexcept {
   return std::visit(
       [&]<typename M>(const M& m) {
         if constexpr (std::is_same_v<M, mad::Req> || std::is_same_v<M, mad::Rep>) {
-          return c.remote_qpn != 0 && m.local_qpn == c.remote_qpn &&
+          // Known from the REQ (passive) or the REP (active), whatever its value (a REP may name
+          // QP 0); before, the endpoint has no remote QP to claim.
+          const bool known = c.remote_qpn != 0 ||
+                             !detail::in(to_string(c.state), {"idle", "req_sent", "mra_req_rcvd",
+                                                              "sidr_req_sent", "sidr_req_rcvd"});
+          return known && m.local_qpn == c.remote_qpn &&
                  m.local_ca_guid == c.remote_ca_guid &&
-                 (matching == Matching::ours_only || from_path(c, source));
+                 (matching == Matching::ours_only || from_path(c, req_source, source));
         } else {
           return false;
         }

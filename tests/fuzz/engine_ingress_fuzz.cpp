@@ -62,6 +62,7 @@ struct Endpoint {
   Side side = Side::server;
   Id id;
   std::optional<std::size_t> peer;  // the other end of its connection, when known
+  Lid req_source = 0;               // passive: the LID its REQ came from (0: not known)
   ConnectionInfo info;              // as of the last look (kept once destroyed)
   std::string_view state = "idle";  // "stale" once connection_info refuses the Id
   bool destroyed = false;
@@ -145,15 +146,16 @@ class Input {
     return eps_.size() - 1;
   }
 
-  // The client endpoint whose REQ (or SIDR_REQ) made the server endpoint `passive`.
+  // The endpoint whose REQ made the server endpoint `passive`: a client's, or the server's own
+  // (an API step may reconnect a server endpoint, whose REQ then reaches its own engine's listen).
   void link_peer(std::size_t passive) {
     const ConnectionInfo& info = eps_[passive].info;
     for (std::size_t i = 0; i < eps_.size(); ++i) {
-      if (eps_[i].side == Side::client && !eps_[i].destroyed &&
-          eps_[i].id.comm_id() == info.remote_comm_id &&
-          info.remote_ca_guid == rig_.port(Side::client).node_guid) {
+      if (i != passive && !eps_[i].destroyed && eps_[i].id.comm_id() == info.remote_comm_id &&
+          info.remote_ca_guid == rig_.port(eps_[i].side).node_guid) {
         eps_[i].peer = passive;
         eps_[passive].peer = i;
+        eps_[passive].req_source = rig_.port(eps_[i].side).lid;
       }
     }
   }
@@ -474,8 +476,11 @@ class Input {
 
     mad::DecodedMad decoded;
     const bool well_formed = mad::decode(bytes, decoded).ok();
-    // Which endpoints this MAD may change, judged on their state and IDs before it arrives.
+    // Which endpoints this MAD may change, judged on their state and IDs before it arrives, and
+    // which it may make answer (it names their whole identity: in a state it cannot change, the
+    // answer to a duplicate, such as a DREP from time-wait, still reaches the peer).
     std::vector<bool> may(eps_.size(), false);
+    std::vector<bool> answers(eps_.size(), false);
     std::vector<std::string_view> before(eps_.size());
     for (std::size_t i = 0; i < eps_.size(); ++i) before[i] = eps_[i].state;
     const int attribute = bytes[16] << 8 | bytes[17];
@@ -491,10 +496,14 @@ class Input {
         const ConnectionInfo& c = eps_[i].info;
         if (eps_[i].side != target_side) continue;
         // A destroyed endpoint's state moved on unseen: only its identity counts.
-        may[i] = claims_stale(c, decoded.message, source, matching_) ||
-                 (i == target && (eps_[i].destroyed
-                                      ? names(c, decoded.message, source, matching_)
-                                      : may_change_by_name(c, decoded.message, source, matching_)));
+        const Lid req_source = eps_[i].req_source;
+        may[i] = claims_stale(c, req_source, decoded.message, source, matching_) ||
+                 (i == target &&
+                  (eps_[i].destroyed
+                       ? names(c, req_source, decoded.message, source, matching_)
+                       : may_change_by_name(c, req_source, decoded.message, source, matching_)));
+        answers[i] =
+            may[i] || (i == target && names(c, req_source, decoded.message, source, matching_));
       }
     }
 
@@ -509,6 +518,8 @@ class Input {
     rig_.settle(target_side);
     std::size_t created = 0;
     const std::vector<bool> first = look(&created);
+    // Made by this REQ, whatever peer link_peer guessed from the IDs it names.
+    for (std::size_t i = eps_.size() - created; i < eps_.size(); ++i) eps_[i].req_source = source.lid;
     const bool creates = well_formed && (std::holds_alternative<mad::Req>(decoded.message) ||
                                          std::holds_alternative<mad::SidrReq>(decoded.message));
     require(created == 0 || creates, "only a REQ or SIDR_REQ creates an endpoint");
@@ -526,7 +537,7 @@ class Input {
     if (matching_ == Matching::ours_only) return;
     for (std::size_t i = 0; i < may.size(); ++i) {
       const std::optional<std::size_t> p = eps_[i].peer;
-      const bool cause = may[i] || first[i] || (p && *p < may.size() && (may[*p] || first[*p]));
+      const bool cause = may[i] || first[i] || (p && *p < may.size() && (answers[*p] || first[*p]));
       check(!then[i] || cause,
             "an endpoint changed on the answer to a MAD that changed nothing it is connected to",
             i);
@@ -550,6 +561,7 @@ class Input {
     const std::uint8_t argument = script.byte();
     const Endpoint ep = eps_[e];
     const std::size_t known_before = eps_.size();  // endpoints from here on are the call's own
+    bool sidr = false;                             // the call sent a SIDR_REQ
     Engine& engine = rig_.engine(ep.side);
     const Id id = ep.id;
     switch (call) {
@@ -587,9 +599,12 @@ class Input {
                               .private_data = {}});
         break;
       case ApiCall::reconnect:
-        if ((argument & 1) != 0 ? engine.send_sidr_req(id, sidr_req_params()) == Status::ok
-                                : engine.send_req(id, req_params()) == Status::ok) {
+        sidr = (argument & 1) != 0;
+        if (sidr ? engine.send_sidr_req(id, sidr_req_params()) == Status::ok
+                 : engine.send_req(id, req_params()) == Status::ok) {
           eps_[e].peer.reset();  // the server side of a new request is a new endpoint
+        } else {
+          sidr = false;
         }
         break;
       case ApiCall::connect: {
@@ -616,6 +631,11 @@ class Input {
     }
     rig_.settle();
     const std::vector<bool> changed = look();
+    // A SIDR_REQ names no comm ID to link by (link_peer): the endpoint it announced is its peer.
+    if (sidr && eps_.size() == known_before + 1 && eps_.back().side == Side::server) {
+      eps_[e].peer = known_before;
+      eps_.back().peer = e;
+    }
     for (std::size_t i = 0; i < changed.size(); ++i) {
       const bool related = i == e || ep.peer == i || eps_[e].peer == i || i >= known_before;
       require(!changed[i] || related, "an API call changed an endpoint it is not about",

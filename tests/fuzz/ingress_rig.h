@@ -63,15 +63,27 @@ class Rig {
   static constexpr std::uint16_t kClientHca = 1;
   static constexpr std::uint16_t kToolHca = 2;
   // Small tables keep per-input setup cheap; the pool holds what 3 connections and a few extra
-  // handshakes keep (each sent MAD awaiting retry and each endpoint's last received MAD).
+  // handshakes keep (each sent MAD awaiting retry and each endpoint's last received MAD). The
+  // inbox holds what the port's receive queue can (rx_queue_depth): the pool's receive reserve
+  // grows with it, and building a default 4096-deep one was most of an input's cost.
+  static constexpr std::uint32_t kRxQueueDepth = 64;
   static constexpr EngineConfig kConfig{.threading = Threading::caller,
+                                        .shard_inbox = kRxQueueDepth,
                                         .max_endpoints = 16,
                                         .max_listens = 4,
                                         .mad_buffers = 256};
+  // A fixed comm-ID key per side makes an input replay the same IDs (a saved crash reproduces);
+  // the script learns IDs only as a peer would (connection_info), never from the key. The sides'
+  // keys differ, as two engines' would: with one key both would issue the same IDs.
+  [[nodiscard]] static EngineConfig config(Side s) {
+    EngineConfig c = kConfig;
+    c.cid_key = CidKey{0x5EED'0000 + index(s), 0x5EED'1000 + index(s)};
+    return c;
+  }
 
   Rig() : config_(fabric_config()), fabric_(config_, clock_) {
     for (const Side s : {Side::server, Side::client}) {
-      engines_[index(s)] = Engine::create(fabric_.hca(hca(s)), clock_, kConfig);
+      engines_[index(s)] = Engine::create(fabric_.hca(hca(s)), clock_, config(s));
       require(engines_[index(s)] != nullptr, "Engine::create accepts the rig's configuration");
       delivery_[index(s)] = Delivery{
           .handler = &Rig::on_event, .handler_context = &hooks_[index(s)], .queue = nullptr};
@@ -118,7 +130,8 @@ class Rig {
     violated("the engines go idle");
   }
 
-  // The earliest pending timer or delivery, if any.
+  // The earliest pending timer or delivery, if any. The tool HCA's port counts too: an API call
+  // outside settle() (a destroy's REJ in caller threading) may leave an answer queued there.
   [[nodiscard]] std::optional<std::uint64_t> next_event() {
     std::optional<std::uint64_t> best;
     const auto take = [&best](std::optional<std::uint64_t> t) {
@@ -128,6 +141,7 @@ class Rig {
       take(engine(s).next_timer_ns());
       take(fabric_.next_delivery_ns(loopback::PortRef{hca(s), 0}));
     }
+    take(fabric_.next_delivery_ns(loopback::PortRef{kToolHca, 0}));
     return best;
   }
 
@@ -151,7 +165,7 @@ class Rig {
 
   static loopback::LoopbackConfig fabric_config() {
     loopback::LoopbackConfig c = loopback::LoopbackConfig::make(3, 1);
-    c.rx_queue_depth = 64;
+    c.rx_queue_depth = kRxQueueDepth;
     return c;
   }
   static std::size_t index(Side s) { return s == Side::server ? 0 : 1; }

@@ -73,12 +73,13 @@ interop_cleanup() {
   fi
 }
 
-# Prints a TCP port on 127.0.0.1 that nothing listens on, from a range picked by this process's
-# PID so that concurrent runs rarely try the same one. QEMU's listen fails if it is taken meanwhile.
+# Prints a TCP port on 127.0.0.1 (of interop_netns when set) that nothing listens on, from a range
+# picked by this process's PID so that concurrent runs rarely try the same one. QEMU's listen fails
+# if it is taken meanwhile.
 free_port() {
   local port
   for ((port = 20000 + ($$ * 7) % 30000; port < 65000; port++)); do
-    if [[ -z $(ss -Hltn "sport = :$port") ]]; then
+    if [[ -z $(in_netns ss -Hltn "sport = :$port") ]]; then
       echo "$port"
       return 0
     fi
@@ -105,12 +106,14 @@ vm_job() {
   { echo ". /mnt/scripts/common.sh"; cat; } >"$dir/job.sh"
 }
 
-# vm_boot NAME MAC NETDEV: starts VM NAME in the background with one virtio NIC (MAC address MAC)
-# on the QEMU netdev NETDEV (its options after "-netdev", without id), and captures that NIC's
-# traffic into WORK_DIR/NAME.pcap (QEMU's filter-dump). With interop_netns set, QEMU runs inside
+# vm_boot NAME MAC NETDEV [MAC NETDEV]...: starts VM NAME in the background with a virtio NIC per
+# MAC NETDEV pair (eth0, eth1, ... in the guest) on the QEMU netdev NETDEV (its options after
+# "-netdev", without id), and captures each NIC's traffic (QEMU's filter-dump): eth0 into
+# WORK_DIR/NAME.pcap, ethI into WORK_DIR/NAME-ethI.pcap. With interop_netns set, QEMU runs inside
 # that namespace. Needs vm_job NAME first.
 vm_boot() {
-  local name=$1 mac=$2 netdev=$3 dir="$work_dir/$1"
+  local name=$1 dir="$work_dir/$1" nic=0 capture
+  shift
   [[ -f $dir/job.sh ]] || die "vm_boot $name: no job"
   # no_timer_check: on a loaded host the emulated timer can miss the kernel's IO-APIC timer check
   # ("IO-APIC + timer doesn't work!" panic); the check only guards against broken real hardware.
@@ -124,9 +127,15 @@ vm_boot() {
     -virtfs "local,path=$dir,mount_tag=out,security_model=none,id=out"
     -virtfs "local,path=$interop_dir/guest,mount_tag=scripts,security_model=none,readonly=on,id=scripts"
     -virtfs "local,path=$bin_dir,mount_tag=bin,security_model=none,readonly=on,id=bin"
-    -netdev "$netdev,id=n0" -device "virtio-net-pci,netdev=n0,mac=$mac"
-    -object "filter-dump,id=dump0,netdev=n0,file=$work_dir/$name.pcap"
   )
+  while (($# >= 2)); do
+    capture="$work_dir/$name.pcap"
+    ((nic == 0)) || capture="$work_dir/$name-eth$nic.pcap"
+    qemu+=(-netdev "$2,id=n$nic" -device "virtio-net-pci,netdev=n$nic,mac=$1"
+           -object "filter-dump,id=dump$nic,netdev=n$nic,file=$capture")
+    nic=$((nic + 1))
+    shift 2
+  done
   if [[ -n $interop_netns ]]; then
     qemu=(ip netns exec "$interop_netns" "${qemu[@]}")
   fi
@@ -189,24 +198,27 @@ vm_signal() {
   echo "$2" >"$work_dir/$1/$2"
 }
 
-# Topology B: boots VMs $1 and $2 joined by a QEMU socket netdev on 127.0.0.1 ($1 listens; the
-# connecting QEMU starts only once the listener's port is open).
+# boot_pair A B [MAC NETDEV]...: topology B, VMs A and B joined by a QEMU socket netdev on
+# 127.0.0.1 (of interop_netns when set; A listens, and B's QEMU starts only once A's port is open);
+# B gets the further NICs given (boot_pair fastcm linux MAC "$(tap_netdev)" adds topology A's TAP).
 boot_pair() {
-  local port
+  local a=$1 b=$2 port
+  shift 2
   port=$(free_port)
-  vm_boot "$1" 52:54:00:77:00:01 "socket,listen=127.0.0.1:$port"
+  vm_boot "$a" 52:54:00:77:00:01 "socket,listen=127.0.0.1:$port"
   local start=$SECONDS
-  until [[ -n $(ss -Hltn "sport = :$port") ]]; do
-    kill -0 "${vm_pids[$1]}" 2>/dev/null || { vm_show "$1"; die "QEMU of $1 exited"; }
-    ((SECONDS - start < 30)) || die "QEMU of $1 did not listen on 127.0.0.1:$port"
+  until [[ -n $(in_netns ss -Hltn "sport = :$port") ]]; do
+    kill -0 "${vm_pids[$a]}" 2>/dev/null || { vm_show "$a"; die "QEMU of $a exited"; }
+    ((SECONDS - start < 30)) || die "QEMU of $a did not listen on 127.0.0.1:$port"
     sleep 0.2
   done
-  vm_boot "$2" 52:54:00:77:00:02 "socket,connect=127.0.0.1:$port"
+  vm_boot "$b" 52:54:00:77:00:02 "socket,connect=127.0.0.1:$port" "$@"
 }
 
 # Topology A: creates a network namespace with a TAP device (host side HOST_CIDR, $1), and sets
-# interop_netns so that the next vm_boot starts QEMU inside it on that TAP. Host programs join it
-# with in_netns.
+# interop_netns so that every later vm_boot starts QEMU inside it (a VM on the TAP with
+# tap_netdev; the socket link of boot_pair on the namespace's own 127.0.0.1). Host programs join
+# it with in_netns.
 make_tap_netns() {
   interop_netns="fastcm-interop-$$"
   ip netns add "$interop_netns" || die "ip netns add $interop_netns"
@@ -216,14 +228,19 @@ make_tap_netns() {
   in_netns ip link set tap0 up
 }
 
-# boot_on_tap NAME MAC: vm_boot on the TAP device of make_tap_netns. Without vnet_hdr=off the
-# TAP frames carry the virtio-net header, and filter-dump writes it into the pcap.
-boot_on_tap() {
-  vm_boot "$1" "$2" "tap,ifname=tap0,script=no,downscript=no,vnet_hdr=off"
+# The netdev of make_tap_netns's TAP device, for vm_boot. Without vnet_hdr=off the TAP frames
+# carry the virtio-net header, and filter-dump writes it into the pcap.
+tap_netdev() {
+  echo "tap,ifname=tap0,script=no,downscript=no,vnet_hdr=off"
 }
 
+# Runs "$@" in interop_netns, or here when there is none.
 in_netns() {
-  ip netns exec "$interop_netns" "$@"
+  if [[ -n $interop_netns ]]; then
+    ip netns exec "$interop_netns" "$@"
+  else
+    "$@"
+  fi
 }
 
 # tshark without its warning about running as root.
@@ -371,4 +388,19 @@ vm_booted() {
   local start=$SECONDS
   vm_wait_file "$1" booted "$2"
   log "$1: job started $((SECONDS - start)) s after waiting began"
+}
+
+# expect_mads PHASE FILTER WHAT [COUNT]: the CM MADs of PHASE's pcap (check_pcap's JSON lines, as
+# fastcm-mad prints them: .message, .src, .fields...) for which the jq expression FILTER holds
+# number COUNT exactly, or at least one without COUNT; fails naming WHAT otherwise.
+expect_mads() {
+  local phase=$1 filter=$2 what=$3 found
+  found=$(jq -c "select($filter)" "$work_dir/$phase.mads.json" | wc -l) ||
+    die "$phase: jq could not read $phase.mads.json"
+  if [[ -n ${4:-} ]]; then
+    ((found == $4)) || die "$phase: $found MADs of $what, expected $4"
+  else
+    ((found > 0)) || die "$phase: no MAD of $what"
+  fi
+  log "$phase: $what ($found MADs)"
 }

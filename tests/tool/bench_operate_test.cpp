@@ -57,7 +57,14 @@ TEST(FastcmBenchOperate, DemoSettingsWithCaptureAndMetrics) {
   for (std::string line; std::getline(lines, line); ++packets) {
     ASSERT_TRUE(std::regex_match(line, std::regex("0x00(10|13|14|15|16)\t"))) << "packet " << packets + 1 << ": " << line;
   }
-  EXPECT_EQ(packets, 5u * 10000);
+  // The tap never waits on its writer: what a busy machine left it no time to write is counted and
+  // reported ("not recorded: N writer behind"), and with the written ones makes up every MAD.
+  std::size_t writer_behind = 0;
+  std::smatch behind;
+  if (std::regex_search(bench.out, behind, std::regex("not recorded: ([0-9,]+) writer behind"))) {
+    writer_behind = std::stoul(std::regex_replace(behind[1].str(), std::regex(","), ""));
+  }
+  EXPECT_EQ(packets + writer_behind, 5u * 10000) << bench.out;
 
   // promtool accepts the metrics, and they count what the storm did.
   ASSERT_NE(std::string(FASTCM_PROMTOOL_PATH).find("promtool"), std::string::npos)

@@ -21,26 +21,80 @@ wait_for() {
 # Brings eth0 up with the addresses given (CIDR). Soft-RoCE gives each its GID.
 net_up() {
   modprobe virtio_net || fail "modprobe virtio_net"
-  for a in "$@"; do ip addr add "$a" dev eth0 || fail "ip addr add $a"; done
-  ip link set eth0 up || fail "ip link set eth0 up"
-  ip -brief addr show eth0
+  nic_up eth0 "$@"
 }
 
-# Soft-RoCE on eth0 with the uverbs and umad interfaces, but no CM: the modules a user-space CM
-# needs (the rdma_rxe device, ib_uverbs for queue pairs, ib_umad for the GSI).
+# nic_up DEV CIDR...: brings DEV up with the addresses given.
+nic_up() {
+  dev=$1
+  shift
+  for a in "$@"; do ip addr add "$a" dev "$dev" || fail "ip addr add $a dev $dev"; done
+  ip link set "$dev" up || fail "ip link set $dev up"
+  ip -brief addr show "$dev"
+}
+
+# rxe_up [NETDEV...]: Soft-RoCE (rxe0, rxe1, ...) on each NETDEV (default eth0) with the uverbs
+# and umad interfaces, but no CM: the modules a user-space CM needs (the rdma_rxe device,
+# ib_uverbs for queue pairs, ib_umad for the GSI).
 rxe_up() {
   for m in rdma_rxe ib_uverbs ib_umad; do modprobe "$m" || fail "modprobe $m"; done
-  rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
+  [ $# -gt 0 ] || set -- eth0
+  i=0
+  for dev in "$@"; do
+    rdma link add "rxe$i" type rxe netdev "$dev" || fail "rdma link add rxe$i on $dev"
+    i=$((i + 1))
+  done
   rdma link show
 }
 
-# The Linux kernel CM on top of rxe_up: ib_cm and rdma_cm come with rdma_ucm. rdma_ucm turns
-# cmtime's listen backlog of 0 into max_backlog (1024 by default), which refuses a larger burst
-# with REJ reason 28; raised so a storm of N REQs is all accepted.
+# kernel_cm_up [NETDEV...]: the Linux kernel CM on top of rxe_up: ib_cm and rdma_cm come with
+# rdma_ucm.
 kernel_cm_up() {
-  rxe_up
+  rxe_up "$@"
+  kernel_cm_load
+}
+
+# rdma_ucm turns cmtime's listen backlog of 0 into max_backlog (1024 by default), which refuses a
+# larger burst with REJ reason 28; raised so a storm of N REQs is all accepted.
+kernel_cm_load() {
   modprobe rdma_ucm || fail "modprobe rdma_ucm"
   echo 65536 >/proc/sys/net/rdma_ucm/max_backlog || fail "raise rdma_ucm max_backlog"
+}
+
+# In a VM where fastcm owned the CM (fastcm_owns_cm) and its programs have exited: lets the kernel
+# CM load and take the CM class over, so the same VM serves the Linux-to-Linux anchor.
+kernel_cm_takes_over() {
+  rm -f /etc/modprobe.d/fastcm-owns-cm.conf
+  kernel_cm_load
+  say "the kernel CM owns the CM class now"
+}
+
+# duplicate_on / duplicate_off: netem sends every packet eth0 sends twice (each CM MAD reaches the
+# peer twice), or stops doing so.
+duplicate_on() {
+  modprobe sch_netem || fail "modprobe sch_netem"
+  tc qdisc add dev eth0 root netem duplicate 100% || fail "netem duplicate on eth0"
+}
+duplicate_off() {
+  tc qdisc del dev eth0 root || fail "netem off on eth0"
+}
+
+# dead_peer ADDRESS MAC: a permanent neighbour entry sends ADDRESS's packets to MAC, a host that
+# does not own ADDRESS and drops them: a peer that never answers, though its packets leave.
+dead_peer() {
+  ip neigh add "$1" lladdr "$2" dev eth0 nud permanent || fail "ip neigh add $1"
+}
+
+# in_background PHASE CMD...: runs CMD in the background (output in PHASE.log, exit status in
+# PHASE.status once it ends) while the job goes on; await_background PHASE SECONDS waits for it.
+in_background() {
+  phase=$1
+  shift
+  ( "$@" >"$out/$phase.log" 2>&1; echo $? >"$out/$phase.status" ) &
+}
+await_background() {
+  wait_until "$2" test -e "$out/$1.status"
+  say "$1: the background command ended with status $(cat "$out/$1.status")"
 }
 
 # Polls "$@" (a condition) once a second for up to $1 seconds; fails naming it when it never holds.
@@ -126,6 +180,36 @@ serve_fastcm() {
   status=$?
   [ "$status" -eq 0 ] || fail "$phase: fastcm-bench server exited with status $status (its log: $phase.err)"
   say "$phase: fastcm-bench server done"
+}
+
+# serve_program PHASE SECONDS READY CMD...: a fastcm server program (rping_server, cm_peer) as
+# serve runs a kernel-CM one: its output in PHASE.log, ready once a line of it matches the regular
+# expression READY; at stop-PHASE it has 30 s to end by itself (it serves a number of connections,
+# the last perhaps still in time-wait), or is asked to finish (SIGTERM); it must exit with status 0
+# (every connection went as it expects).
+serve_program() {
+  phase=$1 limit=$2 ready=$3
+  shift 3
+  "$@" >"$out/$phase.log" 2>&1 &
+  pid=$!
+  wait_until "$limit" grep -q "$ready" "$out/$phase.log"
+  echo ready >"$out/ready-$phase"
+  wait_for "stop-$phase" "$limit"
+  waited=0
+  while ! process_gone "$pid" && [ "$waited" -lt 30 ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid"
+  status=$?
+  [ "$status" -eq 0 ] || fail "$phase: the server exited with status $status (its log: $phase.log)"
+  say "$phase: server done"
+}
+
+# True once process $1 has exited (a zombie of this shell counts as exited).
+process_gone() {
+  ! kill -0 "$1" 2>/dev/null || [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = Z ]
 }
 
 start_server() {
