@@ -246,12 +246,6 @@ bool tear_down(Rig& rig) {
   return true;
 }
 
-double percentile_us(std::vector<double>& ns, double p) {
-  const auto k = static_cast<std::size_t>(p * static_cast<double>(ns.size() - 1));
-  std::nth_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(k), ns.end());
-  return ns[k] * 1e-3;
-}
-
 // Waits (bounded) until a server callback of `conn` is running, yielding so the client's and the
 // server's threads can get the DREQ there.
 bool callback_started(const Conn& conn) {

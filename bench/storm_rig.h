@@ -3,7 +3,10 @@
 // same handshake.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "fabric/loopback/loopback_config.h"
 #include "fastcm/engine.h"
@@ -60,6 +63,13 @@ inline constexpr Qpn kServerQpnBit = 0x800000;  // the server's QP for it: the c
   rep.responder_resources = req.initiator_depth;
   rep.initiator_depth = req.responder_resources;
   return rep;
+}
+
+// The p-quantile (0..1) of latencies in nanoseconds, in microseconds; reorders `ns`.
+[[nodiscard]] inline double percentile_us(std::vector<double>& ns, double p) {
+  const auto k = static_cast<std::size_t>(p * static_cast<double>(ns.size() - 1));
+  std::nth_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(k), ns.end());
+  return ns[k] * 1e-3;
 }
 
 }  // namespace fastcm::bench

@@ -85,14 +85,11 @@ void copy_path(To& out, const From& in) noexcept {
   set(out.subnet_local, in.subnet_local);
 }
 
+// The fields of fastcm::ReqTerms, which the C structs of a REQ sent, a REQ received and a
+// connection's info each spell out.
 template <class To, class From>
-void copy_req(To& out, const From& in) noexcept {
-  set(out.service_id, in.service_id);
-  convert(out.primary, in.primary);
-  copy_alternate(out, in);
-  set(out.qpn, in.qpn);
+void copy_req_terms(To& out, const From& in) noexcept {
   set(out.qp_type, in.qp_type);
-  set(out.starting_psn, in.starting_psn);
   set(out.responder_resources, in.responder_resources);
   set(out.initiator_depth, in.initiator_depth);
   set(out.remote_cm_response_timeout, in.remote_cm_response_timeout);
@@ -103,6 +100,16 @@ void copy_req(To& out, const From& in) noexcept {
   set(out.flow_control, in.flow_control);
   set(out.srq, in.srq);
   set(out.ece_vendor_id, in.ece_vendor_id);
+}
+
+template <class To, class From>
+void copy_req(To& out, const From& in) noexcept {
+  copy_req_terms(out, in);
+  set(out.service_id, in.service_id);
+  convert(out.primary, in.primary);
+  copy_alternate(out, in);
+  set(out.qpn, in.qpn);
+  set(out.starting_psn, in.starting_psn);
   FASTCM_COPY_BYTES(out, in, private_data);
 }
 
@@ -215,23 +222,13 @@ void convert(fastcm_path& out, const Path& in) noexcept { copy_path(out, in); }
 
 [[nodiscard]] fastcm_req_received to_c(const ReqReceived& in) noexcept {
   fastcm_req_received out{};
+  copy_req_terms(out, in);
   out.listen_id = in.listen_id.raw;
   out.service_id = in.service_id;
   out.remote_ca_guid = in.remote_ca_guid;
   out.remote_qpn = in.remote_qpn;
   out.remote_qkey = in.remote_qkey;
-  out.qp_type = static_cast<fastcm_qp_type>(in.qp_type);
   out.starting_psn = in.starting_psn;
-  out.responder_resources = in.responder_resources;
-  out.initiator_depth = in.initiator_depth;
-  out.remote_cm_response_timeout = in.remote_cm_response_timeout;
-  out.local_cm_response_timeout = in.local_cm_response_timeout;
-  out.retry_count = in.retry_count;
-  out.rnr_retry_count = in.rnr_retry_count;
-  out.max_cm_retries = in.max_cm_retries;
-  out.flow_control = in.flow_control;
-  out.srq = in.srq;
-  out.ece_vendor_id = in.ece_vendor_id;
   convert(out.primary, in.primary);
   copy_alternate(out, in);
   return out;
@@ -379,6 +376,7 @@ fastcm_event to_c(const Event& in) noexcept {
 
 fastcm_connection_info to_c(const ConnectionInfo& in) noexcept {
   fastcm_connection_info out{};
+  copy_req_terms(out, in);
   out.state = static_cast<fastcm_cep_state>(in.state);
   out.active = in.active;
   out.local_comm_id = in.local_comm_id;
@@ -387,18 +385,10 @@ fastcm_connection_info to_c(const ConnectionInfo& in) noexcept {
   out.service_id = in.service_id;
   out.local_qpn = in.local_qpn;
   out.remote_qpn = in.remote_qpn;
-  out.qp_type = static_cast<fastcm_qp_type>(in.qp_type);
   out.port = in.port;
-  out.responder_resources = in.responder_resources;
-  out.initiator_depth = in.initiator_depth;
-  out.retry_count = in.retry_count;
-  out.rnr_retry_count = in.rnr_retry_count;
   out.mtu = in.mtu;
   out.local_psn = in.local_psn;
   out.remote_psn = in.remote_psn;
-  out.flow_control = in.flow_control;
-  out.srq = in.srq;
-  out.ece_vendor_id = in.ece_vendor_id;
   convert(out.primary, in.primary);
   copy_alternate(out, in);
   return out;

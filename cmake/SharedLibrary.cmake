@@ -28,7 +28,8 @@ add_library(fastcm_shared SHARED $<TARGET_OBJECTS:fastcm_capi> $<TARGET_OBJECTS:
 set_target_properties(fastcm_shared PROPERTIES
   OUTPUT_NAME fastcm
   EXPORT_NAME fastcm
-  VERSION ${PROJECT_VERSION}
+  # The file is libfastcm.so.N.MINOR.PATCH: its first number is the SONAME's N, as ldconfig expects.
+  VERSION ${FASTCM_SOVERSION}.${PROJECT_VERSION_MINOR}.${PROJECT_VERSION_PATCH}
   SOVERSION ${FASTCM_SOVERSION}
   LINKER_LANGUAGE CXX
   LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/libfastcm.map)

@@ -9,6 +9,7 @@
 #include "engine/port_lookup.h"
 #include "engine/private_data.h"
 #include "engine/protocol.h"
+#include "engine/req_terms.h"
 
 namespace fastcm::engine {
 
@@ -37,28 +38,14 @@ Status Protocol::send_req(Id id, const ReqParams& p) noexcept {
   if (p.alternate && p.alternate->port != p.primary.port) return Status::not_supported;
 
   mad::Req req;
+  put_terms(req, p);
   req.local_comm_id = cep->local_comm_id;
-  req.vendor_id = p.ece_vendor_id;
   req.service_id = p.service_id;
   req.local_ca_guid = local_port.node_guid;
   req.local_qpn = p.qpn;
-  req.responder_resources = p.responder_resources;
-  req.initiator_depth = p.initiator_depth;
-  req.remote_cm_response_timeout = p.remote_cm_response_timeout;
-  req.transport_service_type = p.qp_type == QpType::uc    ? mad::TransportServiceType::uc
-                               : p.qp_type == QpType::xrc ? mad::TransportServiceType::extended
-                                                          : mad::TransportServiceType::rc;
-  req.extended_transport_type =
-      p.qp_type == QpType::xrc ? mad::ExtendedTransportType::xrc : mad::ExtendedTransportType::none;
-  req.end_to_end_flow_control = p.flow_control;
   req.starting_psn = p.starting_psn;
-  req.local_cm_response_timeout = p.local_cm_response_timeout;
-  req.retry_count = p.retry_count;
   req.partition_key = p.primary.pkey;
   req.path_packet_payload_mtu = static_cast<mad::MtuCode>(p.primary.mtu);
-  req.rnr_retry_count = p.rnr_retry_count;
-  req.max_cm_retries = p.max_cm_retries;
-  req.srq = p.srq;
   req.primary = to_wire_path(p.primary, local_port.ca.local_ca_ack_delay);
   if (p.alternate) req.alternate = to_wire_path(*p.alternate, local_port.ca.local_ca_ack_delay);
   copy_into(req.private_data, p.private_data);
@@ -67,19 +54,9 @@ Status Protocol::send_req(Id id, const ReqParams& p) noexcept {
   cep->port_index = *port_index;
   cep->service_id = p.service_id;
   cep->local_qpn = p.qpn;
-  cep->qp_type = p.qp_type;
+  hold_terms(*cep, p, TermsSide::sender);
   cep->remote_psn = p.starting_psn;  // a REQ's Starting PSN is what we expect to receive
-  cep->responder_resources = p.responder_resources;
-  cep->initiator_depth = p.initiator_depth;
-  cep->remote_cm_response_timeout = p.remote_cm_response_timeout;
-  cep->local_cm_response_timeout = p.local_cm_response_timeout;
-  cep->retry_count = p.retry_count;
-  cep->rnr_retry_count = p.rnr_retry_count;
-  cep->max_cm_retries = p.max_cm_retries;
-  cep->flow_control = p.flow_control;
-  cep->srq = p.srq;
   cep->mtu = p.primary.mtu;
-  cep->ece_vendor_id = p.ece_vendor_id;
   cep->primary = p.primary;
   cep->has_alternate = p.alternate.has_value();
   if (p.alternate) cep->alternate = *p.alternate;
@@ -173,22 +150,11 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   cep->peer_known = true;
   cep->remote_qkey = req.local_q_key;
   cep->service_id = req.service_id;
-  cep->qp_type = req.transport_service_type == mad::TransportServiceType::uc ? QpType::uc
-                 : req.transport_service_type == mad::TransportServiceType::extended ? QpType::xrc
-                                                                                     : QpType::rc;
-  cep->local_psn = req.starting_psn;  // the peer receives from its Starting PSN: we send from it
   // Crosswise: the peer's initiator depth bounds our responder resources and vice versa.
-  cep->responder_resources = req.initiator_depth;
-  cep->initiator_depth = req.responder_resources;
-  cep->remote_cm_response_timeout = req.local_cm_response_timeout;
-  cep->local_cm_response_timeout = req.remote_cm_response_timeout;
-  cep->retry_count = req.retry_count;
-  cep->rnr_retry_count = req.rnr_retry_count;
-  cep->max_cm_retries = req.max_cm_retries;
-  cep->flow_control = req.end_to_end_flow_control;
-  cep->srq = req.srq;
+  const ReqTerms offered = terms_of(req);
+  hold_terms(*cep, offered, TermsSide::receiver);
+  cep->local_psn = req.starting_psn;  // the peer receives from its Starting PSN: we send from it
   cep->mtu = static_cast<std::uint8_t>(req.path_packet_payload_mtu);
-  cep->ece_vendor_id = req.vendor_id;
   cep->primary = from_wire_path(req.primary, local_port.port_num, req.partition_key, cep->mtu);
   cep->has_alternate = has_path(req.alternate);
   if (cep->has_alternate) {
@@ -209,23 +175,13 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   Event ev = event_of(EventType::req_received);
   ev.context = listen->params.context;
   ReqReceived& p = ev.params.emplace<ReqReceived>();
+  static_cast<ReqTerms&>(p) = offered;
   p.listen_id = listen->id;
   p.service_id = req.service_id;
   p.remote_ca_guid = req.local_ca_guid;
   p.remote_qpn = req.local_qpn;
   p.remote_qkey = req.local_q_key;
-  p.qp_type = cep->qp_type;
   p.starting_psn = req.starting_psn;
-  p.responder_resources = req.responder_resources;
-  p.initiator_depth = req.initiator_depth;
-  p.remote_cm_response_timeout = req.remote_cm_response_timeout;
-  p.local_cm_response_timeout = req.local_cm_response_timeout;
-  p.retry_count = req.retry_count;
-  p.rnr_retry_count = req.rnr_retry_count;
-  p.max_cm_retries = req.max_cm_retries;
-  p.flow_control = req.end_to_end_flow_control;
-  p.srq = req.srq;
-  p.ece_vendor_id = req.vendor_id;
   p.primary = cep->primary;
   if (cep->has_alternate) p.alternate = cep->alternate;
   emit(*cep, ev, &buf);

@@ -5,6 +5,7 @@
 #include "engine/cm_timeouts.h"
 #include "engine/port_lookup.h"
 #include "engine/protocol.h"
+#include "engine/req_terms.h"
 
 namespace fastcm::engine {
 
@@ -132,6 +133,7 @@ Status Protocol::connection_info(Id id, ConnectionInfo& out) const noexcept {
   const Cep* cep = find_user(id);
   if (cep == nullptr) return Status::stale_id;
   out = ConnectionInfo{};
+  static_cast<ReqTerms&>(out) = held_terms(*cep);
   out.state = cep->state;
   out.active = cep->active;
   out.local_comm_id = cep->local_comm_id;
@@ -140,18 +142,10 @@ Status Protocol::connection_info(Id id, ConnectionInfo& out) const noexcept {
   out.service_id = cep->service_id;
   out.local_qpn = cep->local_qpn;
   out.remote_qpn = cep->remote_qpn;
-  out.qp_type = cep->qp_type;
   out.port = port(cep->port_index).port_num;
-  out.responder_resources = cep->responder_resources;
-  out.initiator_depth = cep->initiator_depth;
-  out.retry_count = cep->retry_count;
-  out.rnr_retry_count = cep->rnr_retry_count;
   out.mtu = cep->mtu;
   out.local_psn = cep->local_psn;
   out.remote_psn = cep->remote_psn;
-  out.flow_control = cep->flow_control;
-  out.srq = cep->srq;
-  out.ece_vendor_id = cep->ece_vendor_id;
   out.primary = cep->primary;
   if (cep->has_alternate) out.alternate = cep->alternate;
   return Status::ok;

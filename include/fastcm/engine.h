@@ -18,6 +18,14 @@
 //
 // Ownership: the Engine borrows the Fabric and the Clock; both must outlive it. Ids are values
 // (see fastcm/id.h). Events borrow received MADs (see fastcm/event.h).
+//
+// Contract blocks: every call's comment ends with the same three items:
+//   Threads: who may call it, and when ("any": concurrently with every other call).
+//   Blocks:  "no", or what it waits for. "Hand-off": the call is executed by the endpoint's shard
+//            and waits for it (bounded: a shard never waits for an application thread); inline from
+//            that shard's own callbacks and under Threading::caller.
+//   Errors:  the Status values it returns besides ok, or "none".
+// A call that fails changes nothing and leaves its outputs untouched.
 #pragma once
 
 #include <cstddef>
@@ -192,39 +200,60 @@ struct ConfigError {
 
 class Engine {
  public:
-  // Creates an engine over `fabric`'s ports into `out` (left null on failure). Blocks while EAL
-  // starts (the first engine of a process with EalOwner::engine) and getrandom(2) waits for the
-  // kernel's entropy at boot. Thread: any, also concurrently. When `why` is not null it receives
-  // the reason of a refusal (ConfigField::none and an empty rule on success). Errors:
+  // Creates an engine over `fabric`'s ports into `out` (left null on failure). When `why` is not
+  // null it receives the reason of a refusal (ConfigField::none and an empty rule on success).
+  // Threads: any, also concurrently. Blocks: while EAL starts (the first engine of a process with
+  //   EalOwner::engine) and while getrandom(2) waits for the kernel's entropy at boot.
+  // Errors:
   //   invalid_argument  a field breaks its rule (ConfigField); nothing was started or allocated
   //   invalid_argument  EalOwner::application without an initialized EAL (field eal)
   //   no_resources      EAL failed to start, DPDK memory for the pool, getrandom or memory failed
   //                     (field none, the rule names what failed)
   static Status create(Fabric& fabric, const Clock& clock, const EngineConfig& config,
                        std::unique_ptr<Engine>& out, ConfigError* why);
-  // create() without the reason: null on any error.
+  // create() without the reason: null on any error. Threads, Blocks: as create().
   static std::unique_ptr<Engine> create(Fabric& fabric, const Clock& clock, const EngineConfig& config);
-  // Stops the workers (if any) and frees everything: no callback runs once it returns. Must not be
-  // called from a callback.
+  // Stops the workers (if any) and frees everything: no callback runs once it returns.
+  // Threads: any but a callback's, once no other call on the engine is in progress.
+  // Blocks: until the workers have stopped. Errors: none.
   virtual ~Engine() = default;
 
   // Threading::caller: polls every port once, then runs every shard (queued MADs and commands,
   // expired timers); returns how much it did (0: idle). Threading::workers: does nothing, returns 0.
+  // Threads: one at a time (Threading::caller). Blocks: no; callbacks run inside it. Errors: none.
   virtual std::size_t progress() = 0;
   // The clock time of the earliest pending protocol timer, or nullopt when none is armed: an idle
-  // driver may sleep until then (or until the fabric's rx event fd wakes it).
+  // driver may sleep until then (or until the fabric's rx event fd wakes it). Threading::workers:
+  // always nullopt (the workers keep their own time).
+  // Threads: the progress() thread. Blocks: no. Errors: none.
   [[nodiscard]] virtual std::optional<std::uint64_t> next_timer_ns() const = 0;
 
   // ---- listens -------------------------------------------------------------------------------
-  // Listens for REQs and SIDR_REQs whose service ID matches under the mask. Errors:
-  // invalid_argument (bad port, no delivery), service_in_use, no_resources.
+  // Listens for REQs and SIDR_REQs whose service ID matches under the mask; `out` names the listen.
+  // Threads: any; from a callback too. Blocks: on the listen table's lock, which only listen() and
+  //   the destroy of a listen take (shards read the table without it).
+  // Errors: invalid_argument (bad port, no delivery), service_in_use (the same service ID and mask
+  //   on that port), no_resources (max_listens reached).
   virtual Status listen(const ListenParams& params, Id& out) = 0;
 
   // ---- endpoints -----------------------------------------------------------------------------
-  // A new idle endpoint for the active side (send_req / send_sidr_req). Errors: no_resources,
-  // invalid_argument (no delivery).
+  // A new idle endpoint for the active side (send_req / send_sidr_req); `context` is its events'
+  // Event::context. From a callback it lives on the callback's shard; otherwise shards take turns.
+  // Threads: any; from a callback too. Blocks: hand-off to the new endpoint's shard.
+  // Errors: no_resources (the shard's endpoint table is full), invalid_argument (no delivery).
   virtual Status create_id(const Delivery& delivery, void* context, Id& out) = 0;
+  // Replaces the endpoint's context for the events that follow.
+  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+  // Errors: stale_id, would_deadlock (from another shard's callback).
   virtual Status set_context(Id id, void* context) = 0;
+
+  // Each sends its message on the endpoint with its private data, in the states the IBTA state
+  // machine allows it (the REQ from idle, the REP in req_rcvd or mra_req_sent, the DREQ when
+  // established, ...); a message the engine must retransmit is kept until answered.
+  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+  // Errors: stale_id, invalid_state (not allowed in the endpoint's state), invalid_argument (a field
+  //   or the private data out of range: at most the message's kMax*PrivateData), no_resources (the
+  //   MAD pool, or the shard's part of it, is empty), would_deadlock (from another shard's callback).
 
   virtual Status send_req(Id id, const ReqParams& params) = 0;
   virtual Status send_rep(Id id, const RepParams& params) = 0;
@@ -239,20 +268,27 @@ class Engine {
   virtual Status send_sidr_rep(Id id, const SidrRepParams& params) = 0;
 
   // Passive side: data arrived on the QP before the RTU; the endpoint becomes established.
+  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+  // Errors: stale_id, invalid_state (not rep_sent or mra_rep_rcvd), would_deadlock.
   virtual Status establish(Id id) = 0;
 
   // QP attributes for moving the endpoint's QP to `state`, capped to the CA's limits. INIT once
   // the endpoint has a path (REQ sent or received); RTR and RTS once the REP is in (active side)
   // or out (passive side: its receive PSN is RepParams::starting_psn, chosen in send_rep).
+  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
   // Errors: stale_id, invalid_state (not that far yet, or past the connection), invalid_argument
-  // (QpState::reset).
+  //   (QpState::reset), would_deadlock.
   virtual Status init_qp_attr(Id id, QpState state, QpAttr& out) const = 0;
 
   // The last private data received on the endpoint (full wire length), valid until the next
   // event for it or its destruction. Empty when nothing was received.
+  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+  // Errors: stale_id, would_deadlock.
   virtual Status last_private_data(Id id, std::span<const std::uint8_t>& out) const = 0;
 
   // The parameters negotiated so far (what was sent and received), readable at any time.
+  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+  // Errors: stale_id, would_deadlock.
   virtual Status connection_info(Id id, ConnectionInfo& out) const = 0;
 
   // Destroys the endpoint or listen: the protocol side follows the spec (REJ before
@@ -260,45 +296,52 @@ class Engine {
   // no callback for `id` starts afterwards, nor does poll return an event for it;
   // `on_destroyed(ctx)` runs exactly once, after any callback in flight has returned and every
   // shard has passed a quiescent point (with Threading::caller: at once, or when the running
-  // callback of `id` returns). Any thread, also from a callback. Errors: stale_id.
+  // callback of `id` returns).
+  // Threads: any; from a callback too, for any shard's endpoint. Blocks: no. Errors: stale_id.
   using DestroyedFn = void (*)(void* ctx);
   virtual Status destroy(Id id, DestroyedFn on_destroyed = nullptr, void* ctx = nullptr) = 0;
-  // destroy() that returns only once on_destroyed would have run. From a callback (a shard's
-  // thread) it cannot wait for the shards and returns would_deadlock, destroying nothing.
-  // Errors: stale_id, would_deadlock.
+  // destroy() that returns only once on_destroyed would have run.
+  // Threads: any but a callback's (a shard's thread cannot wait for the shards).
+  // Blocks: for the shards' grace period (every callback in flight for `id` has returned).
+  // Errors: stale_id, would_deadlock (from a callback; nothing destroyed).
   virtual Status destroy_sync(Id id) = 0;
 
   // ---- events and MADs -----------------------------------------------------------------------
   // A bounded queue for poll delivery (1..2^20 events). Owned by the engine; lives until the engine
-  // is destroyed. Null for a capacity out of range. Any thread.
+  // is destroyed.
+  // Threads: any. Blocks: while it allocates. Errors: null for a capacity out of range.
   virtual EventQueue* create_event_queue(std::uint32_t capacity) = 0;
-  // Takes up to events.size() events; each must be given back with release(event). Never blocks.
-  // Any thread, but one at a time per queue.
+  // Takes up to events.size() events; each must be given back with release(event).
   // Events of an endpoint destroyed after they were queued are not returned (as no callback
   // starts after destroy); their MADs are released.
+  // Threads: any, one at a time per queue. Blocks: no. Errors: none.
   virtual std::size_t poll(EventQueue& queue, std::span<Event> events) = 0;
   // Keeps the MAD of a callback's event alive after the callback returns.
+  // Threads: the callback's, during the callback. Blocks: no. Errors: none.
   virtual void retain(const Event& event) = 0;
-  // Gives back a polled or retained event's MAD.
+  // Gives back a polled or retained event's MAD, exactly once.
+  // Threads: any. Blocks: no. Errors: none.
   virtual void release(const Event& event) = 0;
 
   // ---- observability -------------------------------------------------------------------------
   // The per-port counters summed over the shards (port numbers are 1-based; index 0 is unused).
-  // Any thread, without stopping the shards: each shard's part is consistent as of the end of its
-  // last batch.
+  // Each shard's part is consistent as of the end of its last batch.
+  // Threads: any, without stopping the shards. Blocks: no. Errors: none.
   virtual void counters(std::span<PortCounters> out) const = 0;
   // One shard's per-port counters, as counters() (shard < EngineConfig::shards; else all zero).
+  // Threads: any. Blocks: no. Errors: none.
   virtual void shard_counters(std::uint32_t shard, std::span<PortCounters> out) const = 0;
   // The handshake part's buffers taken right now, never more than EngineConfig::mad_buffers: sent
   // MADs kept for retransmission, received MADs kept by endpoints, events queued for poll or
   // retained (and the MAD a shard is handling, whose kept credit it takes first). 0 once no
   // endpoint is live and no event holds a MAD, so tests and tools can check for leaks. The
   // reserves are not counted (the pollers' buffers, MADs waiting in inboxes, answers in flight).
-  // Any thread; a snapshot, exact when the engine is idle.
+  // A snapshot, exact when the engine is idle. Threads: any. Blocks: no. Errors: none.
   [[nodiscard]] virtual std::uint32_t mad_buffers_in_use() const = 0;
   // The port numbers, shards and resource levels (EngineLevels) into `out`, replacing its
-  // contents; allocates its vectors (throws std::bad_alloc). Any thread, without stopping the
-  // shards: each level is a snapshot, each high-water mark exact up to the moment it is read.
+  // contents. Each level is a snapshot, each high-water mark exact up to the moment it is read.
+  // Threads: any, without stopping the shards. Blocks: while it allocates its vectors.
+  // Errors: throws std::bad_alloc.
   virtual void levels(EngineLevels& out) const = 0;
 };
 

@@ -67,26 +67,15 @@ enum class EventType : std::uint8_t {
   return "unknown";
 }
 
-// Parameters of a REQ as the passive side sees them: paths are turned around so that "local"
-// is this side.
-struct ReqReceived {
+// A REQ as the passive side sees it: its terms as the sender stated them (ReqTerms), its paths
+// turned around so that "local" is this side.
+struct ReqReceived : ReqTerms {
   Id listen_id;
   std::uint64_t service_id = 0;
   Guid remote_ca_guid = 0;
   Qpn remote_qpn = 0;
   QKey remote_qkey = 0;
-  QpType qp_type = QpType::rc;
   std::uint32_t starting_psn = 0;
-  std::uint8_t responder_resources = 0;
-  std::uint8_t initiator_depth = 0;
-  std::uint8_t remote_cm_response_timeout = 0;
-  std::uint8_t local_cm_response_timeout = 0;
-  std::uint8_t retry_count = 0;
-  std::uint8_t rnr_retry_count = 0;
-  std::uint8_t max_cm_retries = 0;
-  bool flow_control = false;
-  bool srq = false;
-  std::uint32_t ece_vendor_id = 0;
   Path primary;
   std::optional<Path> alternate;
 };

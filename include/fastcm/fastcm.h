@@ -13,13 +13,19 @@
  * - FASTCM_THREADING_CALLER: nothing runs but inside fastcm_progress; every call, and
  *   fastcm_progress, from one thread at a time. Callbacks run inside fastcm_progress or inside the
  *   call that caused them.
- * Unless a call says otherwise it never blocks (it may wait for the endpoint's shard to execute
- * it, a bounded hand-off); "any thread" means concurrently with every other call.
+ * "Any thread" means concurrently with every other call.
  *
- * Errors: calls that can fail return fastcm_status. Besides the codes a call names, every such
- * call answers FASTCM_ERR_INVALID_ARGUMENT for a NULL pointer it needs, FASTCM_ERR_NO_MEMORY when
- * an allocation failed and FASTCM_ERR_INTERNAL for an unexpected C++ exception (a bug). A failed
- * call changes nothing and leaves its outputs untouched.
+ * Contract blocks: every call's comment ends with the same three items (a comment over a group of
+ * calls holds for each of them):
+ *   Threads: who may call it, and when.
+ *   Blocks:  "no", or what it waits for. "Hand-off" means the call runs on the endpoint's shard and
+ *            waits for that shard to execute it (bounded: a shard never waits for an application
+ *            thread); from the shard's own callback, and under FASTCM_THREADING_CALLER, it runs
+ *            inline.
+ *   Errors:  the fastcm_status codes it returns beyond the common ones, or "none" (no status).
+ * The common codes: every call with a status answers FASTCM_ERR_INVALID_ARGUMENT for a NULL pointer
+ * it needs, FASTCM_ERR_NO_MEMORY when an allocation failed and FASTCM_ERR_INTERNAL for an
+ * unexpected C++ exception (a bug). A failed call changes nothing and leaves its outputs untouched.
  *
  * Handles passed to a call must be live (created and not yet destroyed); only the calls that say
  * so accept NULL, and the calls without a status do not check.
@@ -68,10 +74,12 @@ typedef enum fastcm_status {
   FASTCM_ERR_OPEN_FAILED = 67      /* a fabric could not be opened (the error text says why) */
 } fastcm_status;
 
-/* The code's name ("stale_id"), static storage; "unknown" for other values. Any thread. */
+/* The code's name ("stale_id"), static storage; "unknown" for other values.
+ * Threads: any. Blocks: no. Errors: none. */
 const char* fastcm_strerror(int status) FASTCM_NOEXCEPT;
 
-/* The library's version ("0.1.0"), to compare with FASTCM_VERSION_STRING. Any thread. */
+/* The library's version ("0.1.0"), to compare with FASTCM_VERSION_STRING.
+ * Threads: any. Blocks: no. Errors: none. */
 const char* fastcm_version(void) FASTCM_NOEXCEPT;
 
 /* ---- the CM codes (fastcm/cm_enums.h) --------------------------------------------------------- */
@@ -202,8 +210,9 @@ typedef enum fastcm_event_type {
 } fastcm_event_type;
 
 /* Names of the values above ("consumer_reject"), static storage; "unknown" for other values.
- * Any thread. The drop reasons have no C enum: they are indexes 0 .. fastcm_drop_reason_count()-1
- * of fastcm_port_counters.drops, named by fastcm_drop_reason_str (NULL beyond the count). */
+ * The drop reasons have no C enum: they are indexes 0 .. fastcm_drop_reason_count()-1 of
+ * fastcm_port_counters.drops, named by fastcm_drop_reason_str (NULL beyond the count).
+ * Threads: any. Blocks: no. Errors: none. */
 const char* fastcm_rej_reason_str(int reason) FASTCM_NOEXCEPT;
 const char* fastcm_message_kind_str(int kind) FASTCM_NOEXCEPT;
 const char* fastcm_apr_status_str(int status) FASTCM_NOEXCEPT;
@@ -284,8 +293,9 @@ typedef struct fastcm_port_attr {
   uint8_t local_ca_ack_delay;
 } fastcm_port_attr;
 
-/* The fabric's ports, indexed from 0. Any thread. fastcm_fabric_port: FASTCM_ERR_INVALID_ARGUMENT
- * for an index >= fastcm_fabric_port_count. */
+/* The fabric's ports, indexed from 0: their number, and one port's attributes into *out.
+ * Threads: any. Blocks: no.
+ * Errors: fastcm_fabric_port: FASTCM_ERR_INVALID_ARGUMENT (index >= fastcm_fabric_port_count). */
 size_t fastcm_fabric_port_count(const fastcm_fabric* fabric) FASTCM_NOEXCEPT;
 fastcm_status fastcm_fabric_port(const fastcm_fabric* fabric, size_t index, fastcm_port_attr* out) FASTCM_NOEXCEPT;
 
@@ -304,20 +314,26 @@ typedef struct fastcm_loopback_config {
   double reorder_pct;
 } fastcm_loopback_config;
 
-/* Defaults: 2 HCAs of 1 port, queue depth 2048, seed 1, no faults. Any thread. */
+/* Defaults: 2 HCAs of 1 port, queue depth 2048, seed 1, no faults.
+ * Threads: any. Blocks: no. Errors: none. */
 void fastcm_loopback_config_init(fastcm_loopback_config* config) FASTCM_NOEXCEPT;
-/* Creates the fabric; clock (NULL: CLOCK_MONOTONIC) times its injected delays. Errors:
- * FASTCM_ERR_INVALID_ARGUMENT (a count, depth or percentage out of range), FASTCM_ERR_NO_RESOURCES
- * (no eventfd or ring). Any thread. */
+/* Creates the fabric; clock (NULL: CLOCK_MONOTONIC) times its injected delays.
+ * Threads: any. Blocks: while it allocates its rings.
+ * Errors: FASTCM_ERR_INVALID_ARGUMENT (a count, depth or percentage out of range),
+ *         FASTCM_ERR_NO_RESOURCES (no eventfd or ring). */
 fastcm_status fastcm_loopback_create(const fastcm_loopback_config* config, const fastcm_clock* clock,
                                      fastcm_loopback** out) FASTCM_NOEXCEPT;
-/* Frees it. Every engine on its HCAs must be destroyed first. NULL does nothing. */
+/* Frees it. NULL does nothing.
+ * Threads: any, once every engine on its HCAs is destroyed. Blocks: no. Errors: none. */
 void fastcm_loopback_destroy(fastcm_loopback* loopback) FASTCM_NOEXCEPT;
+/* The number of simulated HCAs. Threads: any. Blocks: no. Errors: none. */
 size_t fastcm_loopback_hca_count(const fastcm_loopback* loopback) FASTCM_NOEXCEPT;
-/* HCA `index` as a fabric, valid until fastcm_loopback_destroy; NULL for an index out of range. */
+/* HCA `index` as a fabric, valid until fastcm_loopback_destroy; NULL for an index out of range.
+ * Threads: any. Blocks: no. Errors: none. */
 fastcm_fabric* fastcm_loopback_hca(fastcm_loopback* loopback, size_t index) FASTCM_NOEXCEPT;
 /* The path a subnet manager would give from port `from` to port `to` (the loopback has no SA):
- * both LIDs and first GIDs, the smaller MTU, the sender's rate, P_Key 0xffff, SL 0. Pure. */
+ * both LIDs and first GIDs, the smaller MTU, the sender's rate, P_Key 0xffff, SL 0.
+ * Threads: any (pure). Blocks: no. Errors: none. */
 void fastcm_loopback_path_record(const fastcm_port_attr* from, const fastcm_port_attr* to,
                                  uint8_t packet_life_time, fastcm_path* out) FASTCM_NOEXCEPT;
 
@@ -354,25 +370,31 @@ typedef struct fastcm_engine_config {
   uint32_t half_open_per_listen; /* the same, per listen */
 } fastcm_engine_config;
 
-/* The C++ defaults (1 shard, workers, engine-owned EAL, 65536 endpoints, ...). Any thread. */
+/* The C++ defaults (1 shard, workers, engine-owned EAL, 65536 endpoints, ...).
+ * Threads: any. Blocks: no. Errors: none. */
 void fastcm_engine_config_init(fastcm_engine_config* config) FASTCM_NOEXCEPT;
 
 /* Creates an engine over the fabric's ports; the fabric must outlive it. clock (NULL:
- * CLOCK_MONOTONIC) drives every protocol timer. Errors: FASTCM_ERR_CREATE_FAILED (a configuration
- * value out of range, EAL failed to start, or FASTCM_EAL_APPLICATION without an EAL). Any thread;
- * blocks while it allocates its tables and, the first time, while EAL starts. */
+ * CLOCK_MONOTONIC) drives every protocol timer.
+ * Threads: any. Blocks: while it allocates its tables and, the first time, while EAL starts.
+ * Errors: FASTCM_ERR_CREATE_FAILED (a configuration value out of range, EAL failed to start, or
+ *         FASTCM_EAL_APPLICATION without an EAL). */
 fastcm_status fastcm_engine_create(fastcm_fabric* fabric, const fastcm_clock* clock,
                                    const fastcm_engine_config* config, fastcm_engine** out) FASTCM_NOEXCEPT;
 /* Stops the workers and frees the engine, its event queues and every pending event: no callback
- * runs once it returns. Not from a callback. Blocks until the workers have stopped. NULL does
- * nothing. */
+ * runs once it returns. NULL does nothing.
+ * Threads: any but a callback's, once no other call on the engine is in progress.
+ * Blocks: until the workers have stopped. Errors: none. */
 void fastcm_engine_destroy(fastcm_engine* engine) FASTCM_NOEXCEPT;
 
 /* FASTCM_THREADING_CALLER: polls every port once and runs every shard on the calling thread;
- * returns how much it did (0: idle). FASTCM_THREADING_WORKERS: returns 0. */
+ * returns how much it did (0: idle). FASTCM_THREADING_WORKERS: returns 0.
+ * Threads: one at a time (caller threading). Blocks: no; callbacks run inside it. Errors: none. */
 size_t fastcm_progress(fastcm_engine* engine) FASTCM_NOEXCEPT;
 /* The clock time of the earliest pending protocol timer in *out and true, or false (and *out
- * untouched) when none is armed: an idle reactor may sleep until then. */
+ * untouched) when none is armed: an idle reactor may sleep until then. With
+ * FASTCM_THREADING_WORKERS always false: the workers keep their own time.
+ * Threads: the fastcm_progress thread. Blocks: no. Errors: none. */
 bool fastcm_next_timer_ns(const fastcm_engine* engine, uint64_t* out) FASTCM_NOEXCEPT;
 
 /* ---- events ------------------------------------------------------------------------------------ */
@@ -490,21 +512,25 @@ typedef struct fastcm_delivery {
 } fastcm_delivery;
 
 /* A bounded queue for poll delivery (capacity 1..2^20 events), owned by the engine until
- * fastcm_engine_destroy. Errors: FASTCM_ERR_INVALID_ARGUMENT (capacity out of range). Any thread. */
+ * fastcm_engine_destroy.
+ * Threads: any. Blocks: while it allocates.
+ * Errors: FASTCM_ERR_INVALID_ARGUMENT (capacity out of range). */
 fastcm_status fastcm_create_event_queue(fastcm_engine* engine, uint32_t capacity,
                                         fastcm_event_queue** out) FASTCM_NOEXCEPT;
 /* An eventfd readable while the queue holds events, for epoll loops; owned by the queue (never
- * close it). Any thread. */
+ * close it). Threads: any. Blocks: no. Errors: none. */
 int fastcm_event_queue_fd(const fastcm_event_queue* queue) FASTCM_NOEXCEPT;
-/* Events waiting (a snapshot). Any thread. */
+/* Events waiting (a snapshot). Threads: any. Blocks: no. Errors: none. */
 size_t fastcm_event_queue_size(const fastcm_event_queue* queue) FASTCM_NOEXCEPT;
 /* Takes up to `max` events into events[0..n) and returns n; each must be given back with
- * fastcm_release. Never blocks. Any thread, one at a time per queue. */
+ * fastcm_release. Threads: any, one at a time per queue. Blocks: no. Errors: none. */
 size_t fastcm_poll(fastcm_engine* engine, fastcm_event_queue* queue, fastcm_event* events,
                    size_t max) FASTCM_NOEXCEPT;
-/* Keeps a callback event's MAD alive after the callback returns (no-op for mad == NULL). */
+/* Keeps a callback event's MAD alive after the callback returns (no-op for mad == NULL).
+ * Threads: the callback's, during the callback. Blocks: no. Errors: none. */
 void fastcm_retain(fastcm_engine* engine, const fastcm_event* event) FASTCM_NOEXCEPT;
-/* Gives back a polled or retained event's MAD (no-op for mad == NULL). */
+/* Gives back a polled or retained event's MAD (no-op for mad == NULL), exactly once.
+ * Threads: any. Blocks: no. Errors: none. */
 void fastcm_release(fastcm_engine* engine, const fastcm_event* event) FASTCM_NOEXCEPT;
 
 /* ---- listens and endpoints --------------------------------------------------------------------- */
@@ -525,24 +551,30 @@ typedef struct fastcm_listen_params {
   void* context;              /* fastcm_event.context of its REQ and SIDR_REQ events */
 } fastcm_listen_params;
 
-/* Defaults: mask all ones, every port, backlog 1024, REJ when full, no delivery. */
+/* Defaults: mask all ones, every port, backlog 1024, REJ when full, no delivery.
+ * Threads: any. Blocks: no. Errors: none. */
 void fastcm_listen_params_init(fastcm_listen_params* params) FASTCM_NOEXCEPT;
-/* Errors: FASTCM_ERR_INVALID_ARGUMENT (bad port, no delivery), FASTCM_ERR_SERVICE_IN_USE,
- * FASTCM_ERR_NO_RESOURCES. */
+/* Listens for REQs and SIDR_REQs whose service ID matches under the mask; *out names the listen.
+ * Threads: any; from a callback too. Blocks: on the listen table's lock, held by other listen and
+ *   destroy calls only (shards read the table without it).
+ * Errors: FASTCM_ERR_INVALID_ARGUMENT (bad port, no delivery), FASTCM_ERR_SERVICE_IN_USE (the same
+ *         service ID and mask on that port), FASTCM_ERR_NO_RESOURCES (max_listens reached). */
 fastcm_status fastcm_listen(fastcm_engine* engine, const fastcm_listen_params* params,
                             fastcm_id* out) FASTCM_NOEXCEPT;
-/* A new idle endpoint for the active side. Errors: FASTCM_ERR_NO_RESOURCES,
- * FASTCM_ERR_INVALID_ARGUMENT (no delivery). */
+/* A new idle endpoint for the active side; context is its events' fastcm_event.context. From a
+ * callback it lives on the callback's shard; otherwise shards take turns.
+ * Threads: any; from a callback too. Blocks: hand-off to the new endpoint's shard.
+ * Errors: FASTCM_ERR_NO_RESOURCES (the shard's endpoint table is full),
+ *         FASTCM_ERR_INVALID_ARGUMENT (no delivery). */
 fastcm_status fastcm_create_id(fastcm_engine* engine, const fastcm_delivery* delivery,
                                void* context, fastcm_id* out) FASTCM_NOEXCEPT;
-/* Errors: FASTCM_ERR_STALE_ID. */
+/* Replaces the endpoint's context for the events that follow.
+ * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+ * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_set_context(fastcm_engine* engine, fastcm_id id, void* context) FASTCM_NOEXCEPT;
 
 /* ---- sends (parameters = fastcm/params.h) -------------------------------------------------------
- * Each send answers FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE (not allowed in the endpoint's
- * state), FASTCM_ERR_INVALID_ARGUMENT (a field or the private data out of range: at most the
- * FASTCM_MAX_*_PRIVATE_DATA below), FASTCM_ERR_NO_RESOURCES (MAD pool empty) or, from a callback,
- * FASTCM_ERR_WOULD_DEADLOCK. Private data shorter than the message's field is sent zero-padded. */
+ * Private data shorter than the message's field is sent zero-padded. */
 
 #define FASTCM_MAX_REQ_PRIVATE_DATA 92
 #define FASTCM_MAX_MRA_PRIVATE_DATA 222
@@ -646,7 +678,8 @@ typedef struct fastcm_sidr_rep_params {
   size_t private_data_len;
 } fastcm_sidr_rep_params;
 
-/* The C++ defaults of each parameter struct (see fastcm/params.h). Any thread. */
+/* The C++ defaults of each parameter struct (see fastcm/params.h).
+ * Threads: any. Blocks: no. Errors: none. */
 void fastcm_path_init(fastcm_path* path) FASTCM_NOEXCEPT;
 void fastcm_req_params_init(fastcm_req_params* params) FASTCM_NOEXCEPT;
 void fastcm_rep_params_init(fastcm_rep_params* params) FASTCM_NOEXCEPT;
@@ -657,6 +690,13 @@ void fastcm_apr_params_init(fastcm_apr_params* params) FASTCM_NOEXCEPT;
 void fastcm_sidr_req_params_init(fastcm_sidr_req_params* params) FASTCM_NOEXCEPT;
 void fastcm_sidr_rep_params_init(fastcm_sidr_rep_params* params) FASTCM_NOEXCEPT;
 
+/* Each sends its message on the endpoint, in the states the IBTA state machine allows it (the REQ
+ * from idle, the REP in req_rcvd or mra_req_sent, ...), with its private data.
+ * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+ * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE (not allowed in the endpoint's state),
+ *         FASTCM_ERR_INVALID_ARGUMENT (a field or the private data out of range: at most the
+ *         FASTCM_MAX_*_PRIVATE_DATA above), FASTCM_ERR_NO_RESOURCES (MAD pool empty),
+ *         FASTCM_ERR_WOULD_DEADLOCK (from another shard's callback). */
 fastcm_status fastcm_send_req(fastcm_engine* engine, fastcm_id id, const fastcm_req_params* params) FASTCM_NOEXCEPT;
 fastcm_status fastcm_send_rep(fastcm_engine* engine, fastcm_id id, const fastcm_rep_params* params) FASTCM_NOEXCEPT;
 fastcm_status fastcm_send_rtu(fastcm_engine* engine, fastcm_id id, const uint8_t* private_data,
@@ -674,8 +714,10 @@ fastcm_status fastcm_send_sidr_req(fastcm_engine* engine, fastcm_id id,
 fastcm_status fastcm_send_sidr_rep(fastcm_engine* engine, fastcm_id id,
                                    const fastcm_sidr_rep_params* params) FASTCM_NOEXCEPT;
 
-/* Passive side: data arrived before the RTU; the endpoint becomes established. Errors:
- * FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE, FASTCM_ERR_WOULD_DEADLOCK. */
+/* Passive side: data arrived before the RTU; the endpoint becomes established.
+ * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+ * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE (not rep_sent or mra_rep_rcvd),
+ *         FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_establish(fastcm_engine* engine, fastcm_id id) FASTCM_NOEXCEPT;
 
 /* ---- QP attributes (= struct ibv_qp_attr, mask bits = enum ibv_qp_attr_mask) ------------------- */
@@ -759,17 +801,20 @@ typedef struct fastcm_qp_attr {
 
 /* Attributes for moving the endpoint's QP to `state`, capped to the CA's limits: INIT once the
  * endpoint has a path, RTR and RTS once the REP is in (active side) or out (passive side, whose
- * receive PSN is the REP's starting_psn). Errors:
- * FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE (the connection is not far enough for `state`),
- * FASTCM_ERR_INVALID_ARGUMENT (a state other than INIT, RTR, RTS), FASTCM_ERR_WOULD_DEADLOCK. */
+ * receive PSN is the REP's starting_psn).
+ * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+ * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE (the connection is not far enough for
+ *         `state`), FASTCM_ERR_INVALID_ARGUMENT (a state other than INIT, RTR, RTS),
+ *         FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_init_qp_attr(const fastcm_engine* engine, fastcm_id id, fastcm_qp_state state,
                                   fastcm_qp_attr* out) FASTCM_NOEXCEPT;
 
 /* ---- what an endpoint knows -------------------------------------------------------------------- */
 
 /* The last private data received (full wire length) in *data / *len, valid until the next event
- * for the endpoint or its destruction; length 0 when nothing was received. Errors:
- * FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK. */
+ * for the endpoint or its destruction; length 0 when nothing was received.
+ * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+ * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_last_private_data(const fastcm_engine* engine, fastcm_id id,
                                        const uint8_t** data, size_t* len) FASTCM_NOEXCEPT;
 
@@ -789,6 +834,9 @@ typedef struct fastcm_connection_info {
   uint8_t initiator_depth;
   uint8_t retry_count;
   uint8_t rnr_retry_count;
+  uint8_t max_cm_retries;
+  uint8_t remote_cm_response_timeout; /* exponent: how long the peer may take to answer */
+  uint8_t local_cm_response_timeout;  /* exponent: how long this side may take */
   uint8_t mtu;
   uint32_t local_psn;
   uint32_t remote_psn;
@@ -800,7 +848,9 @@ typedef struct fastcm_connection_info {
   fastcm_path alternate;
 } fastcm_connection_info;
 
-/* The parameters negotiated so far. Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK. */
+/* The parameters negotiated so far.
+ * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+ * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_connection_info_get(const fastcm_engine* engine, fastcm_id id,
                                          fastcm_connection_info* out) FASTCM_NOEXCEPT;
 
@@ -810,12 +860,15 @@ typedef void (*fastcm_destroyed_fn)(void* ctx);
 /* Destroys the endpoint or listen (REJ before establishment, DREQ when established, then
  * time-wait). Returns at once; no callback for `id` starts afterwards and poll returns no event
  * for it; on_destroyed(ctx) (may be NULL) runs exactly once after any callback in flight has
- * returned. Any thread, also from a callback. Errors: FASTCM_ERR_STALE_ID. */
+ * returned.
+ * Threads: any; from a callback too, for any shard's endpoint. Blocks: no.
+ * Errors: FASTCM_ERR_STALE_ID. */
 fastcm_status fastcm_destroy(fastcm_engine* engine, fastcm_id id, fastcm_destroyed_fn on_destroyed,
                              void* ctx) FASTCM_NOEXCEPT;
-/* fastcm_destroy that returns only once on_destroyed would have run: blocks for the shards'
- * grace period. Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK (from a callback; nothing
- * destroyed). */
+/* fastcm_destroy that returns only once on_destroyed would have run.
+ * Threads: any but a callback's. Blocks: for the shards' grace period (every callback in flight
+ *   for the endpoint has returned).
+ * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK (from a callback; nothing destroyed). */
 fastcm_status fastcm_destroy_sync(fastcm_engine* engine, fastcm_id id) FASTCM_NOEXCEPT;
 
 /* ---- observability ----------------------------------------------------------------------------- */
@@ -836,13 +889,16 @@ typedef struct fastcm_port_counters {
 } fastcm_port_counters;
 
 /* Per-port counters summed over the shards into out[port_num] (1-based; out[0] and ports without
- * an entry stay zero): pass count = highest port number + 1. Any thread, without stopping the
- * shards. Errors: FASTCM_ERR_INVALID_ARGUMENT (out NULL with count > 0). */
+ * an entry stay zero): pass count = highest port number + 1.
+ * Threads: any; the shards go on counting (each counter is read whole, not all at one instant).
+ * Blocks: no. Errors: FASTCM_ERR_INVALID_ARGUMENT (out NULL with count > 0). */
 fastcm_status fastcm_counters(const fastcm_engine* engine, fastcm_port_counters* out, size_t count) FASTCM_NOEXCEPT;
-/* One shard's part, as fastcm_counters (all zero for a shard beyond the engine's). */
+/* One shard's part, as fastcm_counters (all zero for a shard beyond the engine's).
+ * Threads: any. Blocks: no. Errors: FASTCM_ERR_INVALID_ARGUMENT (out NULL with count > 0). */
 fastcm_status fastcm_shard_counters(const fastcm_engine* engine, uint32_t shard,
                                     fastcm_port_counters* out, size_t count) FASTCM_NOEXCEPT;
-/* Pooled MADs taken right now; 0 once no endpoint is live and no event holds a MAD. Any thread. */
+/* Pooled MADs taken right now; 0 once no endpoint is live and no event holds a MAD.
+ * Threads: any. Blocks: no. Errors: none. */
 uint32_t fastcm_mad_buffers_in_use(const fastcm_engine* engine) FASTCM_NOEXCEPT;
 
 /* ---- metrics (fastcm/metrics.h) ---------------------------------------------------------------- */
@@ -856,7 +912,8 @@ typedef enum fastcm_metrics_format {
  * fastcm/metrics.h), `name` as the engine label (NULL or "": none). Writes at most `size` bytes
  * into buffer, NUL-terminated (buffer may be NULL with size 0), and returns the length of the
  * whole text without the NUL, as snprintf does: call again with a larger buffer when it is >= size.
- * Returns 0 when the text could not be made (no memory). Any thread; allocates. */
+ * Returns 0 when the text could not be made.
+ * Threads: any. Blocks: while it allocates. Errors: none (0: no memory). */
 size_t fastcm_metrics(const fastcm_engine* engine, const char* name, fastcm_metrics_format format, char* buffer,
                       size_t size) FASTCM_NOEXCEPT;
 
@@ -876,10 +933,12 @@ typedef enum fastcm_log_level {
 typedef void (*fastcm_log_fn)(void* ctx, fastcm_log_level level, const char* text, size_t len);
 
 /* The process-wide sink (NULL write: stderr, the default). With FASTCM_EAL_ENGINE, DPDK's own log
- * goes there too. Any thread; waits for a message being written; afterwards the old sink is never
- * called again. */
+ * goes there too. Once it returns, the old sink is never called again.
+ * Threads: any but the sink's own. Blocks: while a message is being written. Errors: none. */
 void fastcm_set_log_sink(fastcm_log_fn write, void* ctx) FASTCM_NOEXCEPT;
-/* Messages at `level` and more severe are written (FASTCM_LOG_WARNING until set). Any thread. */
+/* Messages at `level` and more severe are written (FASTCM_LOG_WARNING until set); the level now;
+ * a level's name ("warning"; "unknown" for other values; static storage).
+ * Threads: any. Blocks: no. Errors: none. */
 void fastcm_set_log_level(fastcm_log_level level) FASTCM_NOEXCEPT;
 fastcm_log_level fastcm_get_log_level(void) FASTCM_NOEXCEPT;
 const char* fastcm_log_level_str(int level) FASTCM_NOEXCEPT;
@@ -898,13 +957,17 @@ typedef enum fastcm_fabric_type {
  * fastcm_settings_free). On FASTCM_ERR_INVALID_ARGUMENT (the file cannot be read, or a section,
  * key or value is refused) error[0..error_size) receives the reason, NUL-terminated and cut to
  * fit, naming the file, section and key ("demo.ini: [engine] shards: must be 1..64"); error may be
- * NULL. Any thread; blocks on the file system; needs no DPDK EAL. */
+ * NULL. Needs no DPDK EAL.
+ * Threads: any. Blocks: on the file system.
+ * Errors: FASTCM_ERR_INVALID_ARGUMENT (unreadable file, or a refused section, key or value). */
 fastcm_status fastcm_settings_load(const char* path, fastcm_settings** out, char* error,
                                    size_t error_size) FASTCM_NOEXCEPT;
-/* NULL does nothing. */
+/* Frees the settings and every string its getters returned. NULL does nothing.
+ * Threads: any, once no getter runs on it. Blocks: no. Errors: none. */
 void fastcm_settings_free(fastcm_settings* settings) FASTCM_NOEXCEPT;
 
-/* The getters below read a loaded file (keys it left out have their defaults); any thread. */
+/* The getters below read a loaded file (keys it left out have their defaults).
+ * Threads: any. Blocks: no. Errors: none. */
 /* [engine], [mra], [eal] into *out, every field. */
 void fastcm_settings_engine_config(const fastcm_settings* settings, fastcm_engine_config* out) FASTCM_NOEXCEPT;
 /* [listen]: backlog and backlog_policy of *out; its other fields are left as they are. */
@@ -950,18 +1013,21 @@ typedef struct fastcm_capture_counters {
  * such umad device or port, a port down, no permission, the kernel's ib_cm holding the CM class,
  * an address that is not local or a UDP port taken, a capture file that cannot be written)
  * error[0..error_size) receives the reason, NUL-terminated and cut to fit; error may be NULL.
- * Any thread; blocks while devices, sockets and the capture file open. */
+ * Threads: any. Blocks: while devices, sockets and the capture file open.
+ * Errors: FASTCM_ERR_OPEN_FAILED (the reasons above). */
 fastcm_status fastcm_fabrics_open(const fastcm_settings* settings, const fastcm_clock* clock,
                                   fastcm_fabrics** out, char* error, size_t error_size) FASTCM_NOEXCEPT;
-/* Closes them, first completing the capture. Every engine on them must be destroyed first. NULL
- * does nothing. Blocks while the capture's last MADs are written. */
+/* Closes them, first completing the capture. NULL does nothing.
+ * Threads: any, once every engine on them is destroyed. Blocks: while the capture's last MADs are
+ *   written. Errors: none. */
 void fastcm_fabrics_close(fastcm_fabrics* fabrics) FASTCM_NOEXCEPT;
-/* Loopback: the HCA count; umad and udp: 1. Any thread. */
+/* Loopback: the HCA count; umad and udp: 1. Threads: any. Blocks: no. Errors: none. */
 size_t fastcm_fabrics_count(const fastcm_fabrics* fabrics) FASTCM_NOEXCEPT;
-/* Fabric `index`, valid until fastcm_fabrics_close; NULL for an index out of range. Any thread. */
+/* Fabric `index`, valid until fastcm_fabrics_close; NULL for an index out of range.
+ * Threads: any. Blocks: no. Errors: none. */
 fastcm_fabric* fastcm_fabrics_get(fastcm_fabrics* fabrics, size_t index) FASTCM_NOEXCEPT;
 /* The capture's counters into *out and true; false (and *out untouched) without a [pcap] file.
- * Any thread. */
+ * Threads: any, while MADs flow (each counter a snapshot). Blocks: no. Errors: none. */
 bool fastcm_fabrics_capture_counters(const fastcm_fabrics* fabrics, fastcm_capture_counters* out) FASTCM_NOEXCEPT;
 
 #ifdef __cplusplus

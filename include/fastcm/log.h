@@ -42,16 +42,18 @@ struct LogSink {
   void* ctx = nullptr;
 };
 
-// Sets the sink (a null `write` restores stderr). Thread contract: any thread, at any time; a
-// message being written meanwhile goes whole to the old sink or the new one. Takes the log's lock
-// (waits for a message being written). After it returns the old sink is never called again.
+// Sets the sink (a null `write` restores stderr). A message being written meanwhile goes whole to
+// the old sink or the new one; after it returns the old sink is never called again.
+// Threads: any but the sink's own, at any time. Blocks: on the log's lock, while a message is
+//   being written. Errors: none.
 void set_log_sink(LogSink sink) noexcept;
 
-// Sets the level (LogLevel::warning until the first call). Any thread; never blocks. Messages of
-// threads that have not yet seen the store may still be judged by the old level.
+// Sets the level (LogLevel::warning until the first call). Messages of threads that have not yet
+// seen the store may still be judged by the old level.
+// Threads: any. Blocks: no. Errors: none.
 void set_log_level(LogLevel level) noexcept;
 
-// The level set. Any thread; never blocks.
+// The level set. Threads: any. Blocks: no. Errors: none.
 [[nodiscard]] LogLevel log_level() noexcept;
 
 }  // namespace fastcm

@@ -44,6 +44,8 @@ struct MetricsSource {
 };
 
 // The metrics of every source (null engines are skipped) in `format`.
+// Threads: any, without stopping the engines' shards. Blocks: while it allocates the text.
+// Errors: throws std::bad_alloc.
 [[nodiscard]] std::string render_metrics(std::span<const MetricsSource> sources, MetricsFormat format);
 
 }  // namespace fastcm

@@ -33,12 +33,17 @@ namespace fastcm {
 
 class OpenedFabrics {
  public:
+  // Closes devices and sockets, first completing the capture.
+  // Threads: any, once every engine on its fabrics is destroyed. Blocks: while the capture's last
+  //   MADs are written. Errors: none.
   virtual ~OpenedFabrics() = default;
-  // Loopback: the HCA count; umad and udp: 1.
+  // Loopback: the HCA count; umad and udp: 1. Threads: any. Blocks: no. Errors: none.
   [[nodiscard]] virtual std::size_t count() const noexcept = 0;
   // Fabric `index` (< count(); else null), valid as long as this object.
+  // Threads: any. Blocks: no. Errors: none.
   [[nodiscard]] virtual Fabric* fabric(std::size_t index) noexcept = 0;
-  // The capture's counters; nullopt without a [pcap] file.
+  // The capture's counters (each a snapshot); nullopt without a [pcap] file.
+  // Threads: any, while MADs flow. Blocks: no. Errors: none.
   [[nodiscard]] virtual std::optional<CaptureCounters> capture_counters() const noexcept = 0;
 };
 
@@ -46,7 +51,9 @@ class OpenedFabrics {
 // result) times the loopback's injected delays. On failure returns null and sets `error` to one
 // line naming the cause: a loopback configuration out of range, no such umad device or port, a
 // port down, no permission, the kernel's ib_cm holding the CM class, an address that is not local
-// or a UDP port taken, a capture file that cannot be written. Throws std::bad_alloc.
+// or a UDP port taken, a capture file that cannot be written.
+// Threads: any. Blocks: while devices, sockets and the capture file open.
+// Errors: null with `error` set (the causes above); throws std::bad_alloc.
 [[nodiscard]] std::unique_ptr<OpenedFabrics> open_fabrics(const Settings& settings, const Clock& clock,
                                                           std::string& error);
 

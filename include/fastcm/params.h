@@ -56,14 +56,12 @@ enum class BacklogPolicy : std::uint8_t {
   mra,           // MRA the REQ with the listen's service timeout and keep it outside the backlog
 };
 
-// Parameters shared by the REQ and the calls that read them back.
-struct ReqParams {
-  std::uint64_t service_id = 0;
-  Path primary;
-  std::optional<Path> alternate;
-  Qpn qpn = 0;
+// The connection's terms a REQ carries, in one definition for the REQ sent (ReqParams), the REQ
+// received (ReqReceived, as its sender stated them) and an endpoint's view (ConnectionInfo: this
+// side's, so on the passive side responder resources and initiator depth, and the two timeouts,
+// are the REQ's crosswise). The engine maps them to and from the wire in one place.
+struct ReqTerms {
   QpType qp_type = QpType::rc;
-  std::uint32_t starting_psn = 0;                 // 24 bits: the first PSN our receive queue expects
   std::uint8_t responder_resources = 0;
   std::uint8_t initiator_depth = 0;
   std::uint8_t remote_cm_response_timeout = 20;   // exponent; how long the peer may take to answer
@@ -78,6 +76,15 @@ struct ReqParams {
   bool flow_control = false;
   bool srq = false;
   std::uint32_t ece_vendor_id = 0;                // 24 bits
+};
+
+// The REQ to send: its terms and what addresses it.
+struct ReqParams : ReqTerms {
+  std::uint64_t service_id = 0;
+  Path primary;
+  std::optional<Path> alternate;
+  Qpn qpn = 0;
+  std::uint32_t starting_psn = 0;                 // 24 bits: the first PSN our receive queue expects
   std::span<const std::uint8_t> private_data;     // at most kMaxReqPrivateData
 };
 

@@ -118,10 +118,10 @@ struct SettingsError {
 // field as it was (so `out` holds the defaults, or an earlier file's values). Every value is
 // checked: an unknown section or key, a value that does not parse, a value out of range (the
 // EngineConfig fields by Engine::create's own rules, ConfigField, with the fabric's port count
-// where the file tells it) and a section of another fabric type are errors. Blocks on the file
-// system; no DPDK EAL is needed. Thread contract: any thread.
+// where the file tells it) and a section of another fabric type are errors. No DPDK EAL is needed.
+// Threads: any, concurrently. Blocks: on the file system.
 // Errors: invalid_argument (the file cannot be read, or a value is refused; `out` is then
-// unchanged) with the reason in `*why` when `why` is not null.
+//   unchanged) with the reason in `*why` when `why` is not null.
 Status load_settings(const std::string& path, Settings& out, SettingsError* why);
 
 }  // namespace fastcm

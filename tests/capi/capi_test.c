@@ -39,6 +39,7 @@ typedef struct server_state {
   size_t count;
   fastcm_id last_req;
   uint64_t last_req_service;
+  fastcm_req_received last_req_terms; /* as the client sent them */
   int reject_next; /* answer the next REQ with a REJ instead of a REP */
   fastcm_status answer_status;
 } server_state;
@@ -49,6 +50,7 @@ static void on_server_event(const fastcm_event* ev, void* ctx) {
   if (ev->type == FASTCM_EVENT_REQ_RECEIVED) {
     s->last_req = ev->id;
     s->last_req_service = ev->u.req.service_id;
+    s->last_req_terms = ev->u.req;
     if (s->reject_next) {
       fastcm_rej_params rej;
       fastcm_rej_params_init(&rej);
@@ -214,7 +216,8 @@ int main(void) {
   req.qpn = 0x100;
   req.starting_psn = 55; /* what our receive queue expects: the RTR's rq_psn */
   req.responder_resources = 4;
-  req.initiator_depth = 4;
+  req.initiator_depth = 3;
+  req.local_cm_response_timeout = 18;
   uint8_t too_long[FASTCM_MAX_REQ_PRIVATE_DATA + 1] = {0};
   req.private_data = too_long;
   req.private_data_len = sizeof too_long;
@@ -247,6 +250,7 @@ int main(void) {
   }
   CHECK(server_saw(&srv, FASTCM_EVENT_REQ_RECEIVED) == 1 && srv.answer_status == FASTCM_OK);
   CHECK(srv.last_req_service == kService);
+  CHECK(srv.last_req_terms.initiator_depth == 3 && srv.last_req_terms.local_cm_response_timeout == 18);
   CHECK_STATUS(fastcm_send_rtu(client, id, NULL, 0), FASTCM_OK);
   settle(client, server);
   CHECK(server_saw(&srv, FASTCM_EVENT_RTU_RECEIVED) == 1);
@@ -255,8 +259,12 @@ int main(void) {
   CHECK_STATUS(fastcm_connection_info_get(client, id, &info), FASTCM_OK);
   CHECK(info.state == FASTCM_CEP_ESTABLISHED && info.active && info.remote_qpn == 0x200);
   CHECK(info.service_id == kService && !info.has_alternate);
+  CHECK(info.local_cm_response_timeout == 18 && info.max_cm_retries == 15);
   CHECK_STATUS(fastcm_connection_info_get(server, srv.last_req, &info), FASTCM_OK);
   CHECK(info.state == FASTCM_CEP_ESTABLISHED && !info.active && info.local_qpn == 0x200);
+  /* The passive side's view: the REQ's terms crosswise. */
+  CHECK(info.remote_cm_response_timeout == 18 && info.local_cm_response_timeout == 20);
+  CHECK(info.max_cm_retries == 15 && info.responder_resources == 0); /* the REP offered none */
 
   fastcm_port_counters counters[2];
   CHECK_STATUS(fastcm_counters(client, counters, 2), FASTCM_OK);

@@ -21,10 +21,10 @@ pc=$(find "$prefix" -name fastcm.pc -print -quit)
 libdir=$(dirname "$(dirname "$pc")")
 
 step "library"
-lib=$(find "$libdir" -maxdepth 1 -name 'libfastcm.so.*.*' -print -quit)
 so=$(awk '/#define FASTCM_SOVERSION/ {print $3}' "$prefix/include/fastcm/version.h")
 [[ -n $so ]] || fail "version.h names no FASTCM_SOVERSION"
-[[ -n $lib && -L $libdir/libfastcm.so && -L $libdir/libfastcm.so.$so ]] || fail "libfastcm.so, .so.$so and .so.x.y.z not all installed"
+lib=$(find "$libdir" -maxdepth 1 -name "libfastcm.so.$so.*.*" -print -quit)
+[[ -n $lib && -L $libdir/libfastcm.so && -L $libdir/libfastcm.so.$so ]] || fail "libfastcm.so, .so.$so and .so.$so.y.z not all installed"
 readelf -d "$lib" | grep -q "Library soname: \[libfastcm.so.$so\]" || fail "SONAME is not libfastcm.so.$so"
 readelf -d "$lib" | grep -q 'NEEDED.*librte_eal\.so' || fail "DPDK (librte_eal) is not linked as a shared library"
 exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | c++filt)
