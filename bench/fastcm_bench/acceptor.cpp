@@ -33,6 +33,8 @@ Acceptor::Acceptor(Rig& rig, const Options& options, const RigSizing& sizing, Ta
   if (options.role == Role::server) {
     accepted_.emplace(2 * sizing.max_endpoints);
     spans_ = std::make_unique<Span[]>(kMaxThreadSlots);
+  } else if (options.flood_rate > 0) {
+    accepted_.emplace(2 * sizing.max_endpoints);
   }
   if (options.role == Role::both && options.connection_limit() <= kQpnSpan) {
     req_ledger_.emplace(options.window);
@@ -95,13 +97,18 @@ void Acceptor::on_event(const Event& event) {
 
 void Acceptor::on_req(const Event& event) {
   Engine& server = rig_.server();
+  const auto& req = std::get<ReqReceived>(event.params);
+  const bool server_role = options_.role == Role::server;
   AcceptedTable::Slot* slot = nullptr;
-  if (accepted_) {
+  if (server_role) {
     tally_.add(Count::server_reqs);
     std::atomic<std::uint64_t>& first = spans_[thread_slot()].first_req;
     if (first.load(std::memory_order_relaxed) == 0) {
       first.store(now_ns_since_start(), std::memory_order_relaxed);
     }
+  }
+  if (server_role || (accepted_ && outside_storm(req.remote_qpn))) {
+    if (!server_role) tally_.add(Count::server_outside_storm);
     slot = accepted_->claim(event.id);
     if (slot == nullptr) {
       tally_.add(Count::server_untracked);
@@ -110,8 +117,7 @@ void Acceptor::on_req(const Event& event) {
       slot = nullptr;
     }
   }
-  const auto& req = std::get<ReqReceived>(event.params);
-  if (req_ledger_) {
+  if (req_ledger_ && !outside_storm(req.remote_qpn)) {
     const std::optional<std::uint64_t> connection = connection_of(req.remote_qpn);
     if (!connection || !req_ledger_->first(*connection)) {
       tally_.add(Count::server_duplicate_events);
@@ -177,6 +183,15 @@ ServeRun Acceptor::serve(Progress& progress, const sigset_t& stop_signals) {
   progress.update(sample(), tally_.sum(Count::server_reqs));
   progress.finish();
   return r;
+}
+
+std::uint64_t Acceptor::destroy_outside_storm() {
+  std::uint64_t destroyed = 0;
+  Engine& server = rig_.server();
+  accepted_->for_each([&](Id id) {
+    if (server.destroy(id) == Status::ok) ++destroyed;
+  });
+  return destroyed;
 }
 
 Teardown Acceptor::tear_down() {

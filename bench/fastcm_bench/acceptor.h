@@ -3,7 +3,9 @@
 // endpoint on its DREQ (which answers the DREP and leaves through time-wait) or when the
 // connection fails. With --role server it also keeps every accepted endpoint in an
 // AcceptedTable, serves until SIGINT, SIGTERM or --duration, and at the end destroys the listen
-// and every connection still open.
+// and every connection still open. With --flood-rate it accepts the REQs from outside the storm
+// (the flood's and the recovery probe's, told by their QPNs: storm_qpns.h) like any other, keeps
+// their endpoints in an AcceptedTable and destroys those still open after the flood.
 #pragma once
 
 #include <signal.h>
@@ -61,6 +63,10 @@ class Acceptor {
   // then waits until the engine holds no MAD. Main thread, after serve().
   Teardown tear_down();
 
+  // --flood-rate: destroys every endpoint accepted for a REQ from outside the storm that is still
+  // open (handshakes the flood left half-open); returns how many. Main thread, after the flood.
+  std::uint64_t destroy_outside_storm();
+
   // The event queue of --mode poll (null in callback mode or before listen()). Any thread.
   [[nodiscard]] const EventQueue* queue() const noexcept { return queue_; }
 
@@ -88,7 +94,7 @@ class Acceptor {
   Delivery delivery_;
   EventQueue* queue_ = nullptr;
   Id listen_id_;
-  std::optional<AcceptedTable> accepted_;  // --role server
+  std::optional<AcceptedTable> accepted_;  // --role server; --flood-rate: the flood's endpoints
   std::optional<ReqLedger> req_ledger_;    // --role both, at most kQpnSpan connections
   std::unique_ptr<Span[]> spans_;          // --role server, kMaxThreadSlots rows
   std::chrono::steady_clock::time_point start_;

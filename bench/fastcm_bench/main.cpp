@@ -16,16 +16,19 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/fastcm_bench/acceptor.h"
 #include "bench/fastcm_bench/fabric_choice.h"
+#include "bench/fastcm_bench/flood.h"
 #include "bench/fastcm_bench/leak_check.h"
 #include "bench/fastcm_bench/number_text.h"
 #include "bench/fastcm_bench/options.h"
 #include "bench/fastcm_bench/plot.h"
 #include "bench/fastcm_bench/process_stats.h"
 #include "bench/fastcm_bench/progress.h"
+#include "bench/fastcm_bench/recovery_probe.h"
 #include "bench/fastcm_bench/report.h"
 #include "bench/fastcm_bench/report_format.h"
 #include "bench/fastcm_bench/rig.h"
@@ -80,6 +83,40 @@ std::unique_ptr<metrics::MetricsFile> start_metrics(const Options& o, const Rig&
                                                 std::chrono::milliseconds(o.metrics_interval_ms));
 }
 
+// --flood-rate: the storm starts when this part of the flood has passed, so that its connections
+// meet a server the flood has already filled.
+constexpr double kStormStartsAt = 0.2;
+
+// --flood-rate: runs the flood around the storm, then the recovery probe from the flood's end;
+// the storm runs on the calling thread. Returns the flood's figures with the storm's run. The
+// flood's thread keeps receiving at its port until `flood` is destroyed, after the teardown.
+FloodFigures run_flood(Rig& rig, Flood& flood, RecoveryProbe& probe, Acceptor& acceptor,
+                       Storm& storm, const Tally& tally, Progress& progress, StormRun& storm_run) {
+  FloodFigures f;
+  flood.start();
+  const auto flood_start = std::chrono::steady_clock::now();
+  const auto since_start = [flood_start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - flood_start).count();
+  };
+  std::thread prober([&] {
+    f.run = flood.wait_sent();
+    f.established_by_end = tally.sum(Count::established);
+    f.recovery = probe.run(f.run.ended);
+  });
+  flood.wait_for(kStormStartsAt);
+  f.storm_start_s = since_start();
+  storm_run = storm.run(progress);
+  f.storm_end_s = since_start();
+  prober.join();
+  f.admitted = tally.sum(Count::server_outside_storm);
+  EngineLevels levels;
+  rig.server().levels(levels);
+  f.server_endpoints = levels.endpoints;
+  f.left_half_open = acceptor.destroy_outside_storm();
+  probe.tear_down();
+  return f;
+}
+
 // --role both and --role client.
 int run_storm(const Options& options, std::unique_ptr<Fabric> fabric) {
   const RigSizing sizing = size_rig(options);
@@ -107,7 +144,16 @@ int run_storm(const Options& options, std::unique_ptr<Fabric> fabric) {
   report.rss_engines_created = resident_bytes();
 
   Progress progress(::isatty(STDERR_FILENO) != 0, options.connection_limit(), options.duration_s);
-  report.run = storm.run(progress);
+  std::optional<Flood> flood;  // destroyed after the teardown: see run_flood
+  std::optional<RecoveryProbe> probe;
+  if (rig.has_flood()) {
+    flood.emplace(rig, options);
+    probe.emplace(rig, storm.req_template(0));
+    report.flood =
+        run_flood(rig, *flood, *probe, *acceptor, storm, tally, progress, report.run);
+  } else {
+    report.run = storm.run(progress);
+  }
   report.rss_storm_end = resident_bytes();
   report.counters = rig.counters();
   report.latency = storm.latency().summary();
@@ -115,6 +161,7 @@ int run_storm(const Options& options, std::unique_ptr<Fabric> fabric) {
   if (!rig.drain_pcap()) std::cerr << "fastcm-bench: --pcap: the capture's writer fell behind\n";
   report.counters_after_teardown = rig.counters();
   report.leaks = check_leaks(rig, sizing, options.shards);
+  if (flood) report.flood->answers = flood->answers();
   report.rss_peak = peak_resident_bytes();
   for (std::size_t c = 0; c < static_cast<std::size_t>(Count::count_); ++c) {
     report.counts[c] = tally.sum(static_cast<Count>(c));

@@ -86,6 +86,17 @@ std::string check_combination(const CLI::App& app, const Options& o) {
   if (o.fabric == FabricKind::udp && o.addresses.empty()) {
     return "--fabric udp needs at least one --address (one port per local IP address)";
   }
+  if (const std::string n = first_given({"--flood-rate", "--flood-seconds"});
+      !n.empty() && o.role != Role::both) {
+    return n + " floods from a third loopback HCA: --role both only";
+  }
+  if (given("--flood-seconds") && !given("--flood-rate")) {
+    return "--flood-seconds needs --flood-rate";
+  }
+  if (given("--flood-rate") && o.duration_s > 0) {
+    return "--flood-rate: the storm runs its --connections during the flood; --duration does not "
+           "apply";
+  }
   if (given("--service-id") && given("--rdma-cm-port")) {
     return "--service-id and --rdma-cm-port both name the listen's service ID: give one";
   }
@@ -247,6 +258,18 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
                  "4.096 us x 2^T (20: 4.3 s, rdma_cm's default; lower it for shorter tails "
                  "with --loss)")
       ->check(CLI::Range(0u, 31u))
+      ->capture_default_str();
+  app.add_option("--flood-rate", o.flood_rate,
+                 "REQs per second a third loopback HCA (one port, one source) sends the listen for "
+                 "--flood-seconds: each with fresh comm ID and QPN, CM response timeouts 2^20 "
+                 "(4.3 s) and 15 retries, REPs ignored, no RTU; the storm's connections start "
+                 "after a fifth of it. Adds the flood's figures to the report: the rate offered, "
+                 "the storm's connections established by the flood's end, the time from its end "
+                 "to a REP for a fresh connect, the server's peak MADs and endpoints, and what it "
+                 "shed, by reason")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--flood-seconds", o.flood_seconds, "how long --flood-rate floods")
+      ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
   app.add_flag("--json", o.json, "print one JSON object instead of the table");
   app.add_option("--plot", o.plot_path,

@@ -90,6 +90,11 @@ struct Options {
   EngineConfig engine;
   SizeFloors floors;
   std::uint8_t max_cm_retries = 7;                       // of every REQ
+  // --flood-rate (flood.h): REQs per second a third loopback HCA (one port: one source LID) sends
+  // the listen for --flood-seconds, never completing a handshake, while the storm connects; 0: no
+  // flood.
+  double flood_rate = 0;
+  double flood_seconds = 10;
   BacklogPolicy backlog_policy = BacklogPolicy::reject;  // of the listen
 
   // Connections the run may open at most: `connections`, except with --duration and

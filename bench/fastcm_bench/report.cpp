@@ -9,6 +9,107 @@
 
 namespace fastcm::bench {
 
+namespace {
+
+double percent(std::uint64_t part, std::uint64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0;
+}
+
+// REQs the server engine received over the whole run, retransmissions included.
+std::uint64_t server_reqs_received(const Report& r) {
+  std::uint64_t n = 0;
+  for (const std::uint64_t per_shard : r.counters_after_teardown.server.reqs_per_shard) n += per_shard;
+  return n;
+}
+
+void flood_rows(std::ostream& out, const Report& r) {
+  const FloodFigures& f = *r.flood;
+  const auto row = [&out](const char* label, const std::string& value) {
+    table_row(out, label, value);
+  };
+  out << "  flood: " << printf_string("%.0f REQs/s asked", r.options.flood_rate)
+      << printf_string(" for %.2f s from one port", r.options.flood_seconds)
+      << " (LID of HCA 2), to the server's first port\n";
+  row("flood offered", grouped(f.run.sent) + " REQs in " + printf_string("%.2f s", f.run.seconds) +
+                           " = " + grouped(f.run.offered_per_sec()) + " per second; " +
+                           grouped(f.run.refused) + " refused by the fabric");
+  row("", printf_string("(flood thread: %.2f s CPU)", f.run.cpu_s));
+  row("flood answered", "REP " + grouped(f.answers.reps) + ", REJ " + grouped(f.answers.rejs) +
+                            ", MRA " + grouped(f.answers.mras) + ", other " +
+                            grouped(f.answers.other) + " received at the flooding port, " +
+                            grouped(r.counters_after_teardown.flood_queue_full) +
+                            " lost to its full queue");
+  row("flood admitted", grouped(f.admitted) + " REQs from outside the storm reached the listen");
+  row("", std::string("(flood and probe; ") + grouped(f.left_half_open) +
+              " of their endpoints still open after the probe, destroyed)");
+  const std::uint64_t connections = r.options.connection_limit();
+  row("legit during the flood",
+      grouped(f.established_by_end) + " of " + grouped(connections) + " established (" +
+          printf_string("%.1f%%", percent(f.established_by_end, connections)) +
+          ") by the flood's end");
+  row("", printf_string("(storm from %.2f s", f.storm_start_s) +
+              printf_string(" to %.2f s of the flood)", f.storm_end_s));
+  row("answered after the flood",
+      f.recovery.answered
+          ? latency_text(static_cast<std::uint64_t>(f.recovery.after_s * 1e9)) +
+                " from the flood's end to a REP for a fresh connect (" +
+                grouped(f.recovery.attempts) +
+                (f.recovery.attempts == 1 ? " attempt" : " attempts") + ", one every 5 ms)"
+          : "NO REP within 30 s (" + grouped(f.recovery.attempts) + " attempts)");
+  row("server peak during flood",
+      "MADs " + grouped(std::uint64_t{f.run.server_mads_high}) + " of " +
+          grouped(std::uint64_t{r.sizing.mad_buffers}) + " (sampled every ms), endpoints " +
+          grouped(f.server_endpoints.high_water) + " of " + grouped(f.server_endpoints.limit));
+  row("", "(half-open bounds: " + grouped(std::uint64_t{r.sizing.half_open_per_source}) +
+              " per source, " + grouped(std::uint64_t{r.sizing.half_open_per_listen}) +
+              " per listen)");
+  const auto drop = [&r](DropReason reason) {
+    return grouped(r.counters_after_teardown.server.drops[static_cast<std::size_t>(reason)]);
+  };
+  row("server shed", "source_budget " + drop(DropReason::source_budget) + ", listen_budget " +
+                         drop(DropReason::listen_budget) + ", no_resources " +
+                         drop(DropReason::no_resources) + ", inbox_full " +
+                         drop(DropReason::inbox_full) + ", port queue overflows " +
+                         grouped(r.counters_after_teardown.server_queue_full));
+  row("", "(every server drop: " + grouped(sum_drops(r.counters_after_teardown.server)) +
+              drop_text(r.counters_after_teardown.server) + "; REQs received, all sources: " +
+              grouped(server_reqs_received(r)) + ")");
+}
+
+nlohmann::json flood_json(const Report& r) {
+  const FloodFigures& f = *r.flood;
+  return {{"rate_asked", r.options.flood_rate},
+          {"seconds_asked", r.options.flood_seconds},
+          {"sent", f.run.sent},
+          {"refused", f.run.refused},
+          {"seconds", f.run.seconds},
+          {"offered_per_sec", f.run.offered_per_sec()},
+          {"thread_cpu_s", f.run.cpu_s},
+          {"answers", {{"rep", f.answers.reps}, {"rej", f.answers.rejs},
+                       {"mra", f.answers.mras}, {"other", f.answers.other}}},
+          {"admitted", f.admitted},
+          {"left_half_open", f.left_half_open},
+          {"established_by_end", f.established_by_end},
+          {"established_by_end_pct", percent(f.established_by_end, r.options.connection_limit())},
+          {"storm_start_s", f.storm_start_s},
+          {"storm_end_s", f.storm_end_s},
+          {"recovery", {{"answered", f.recovery.answered},
+                        {"after_s", f.recovery.answered ? nlohmann::json(f.recovery.after_s)
+                                                        : nlohmann::json(nullptr)},
+                        {"attempts", f.recovery.attempts}}},
+          {"server_mads_high", f.run.server_mads_high},
+          {"mad_buffers", r.sizing.mad_buffers},
+          {"server_endpoints_high", f.server_endpoints.high_water},
+          {"max_endpoints", f.server_endpoints.limit},
+          {"half_open_per_source", r.sizing.half_open_per_source},
+          {"half_open_per_listen", r.sizing.half_open_per_listen},
+          {"server_drops", drops_json(r.counters_after_teardown.server)},
+          {"server_queue_full", r.counters_after_teardown.server_queue_full},
+          {"server_reqs_received", server_reqs_received(r)},
+          {"flood_queue_full", r.counters_after_teardown.flood_queue_full}};
+}
+
+}  // namespace
 
 double Report::established_per_sec() const noexcept {
   return run.wall_s > 0 ? static_cast<double>(count(Count::established)) / run.wall_s : 0;
@@ -197,6 +298,7 @@ void print_table(std::ostream& out, const Report& r) {
                          printf_string(" (create_id of every endpoint again: %.2f s)",
                                        r.leaks.wall_s));
   row("leaked MADs", grouped(r.leaks.leaked_mads));
+  if (r.flood) flood_rows(out, r);
   if (r.run.stalled) out << "  STALLED: no connection settled for a long time; the storm was cut short\n";
 }
 
@@ -280,6 +382,7 @@ nlohmann::json to_json(const Report& r) {
   j["pcap"] = pcap_json(r.counters_after_teardown);
   j["leaked_ceps"] = r.leaks.leaked_ceps;
   j["leaked_mads"] = r.leaks.leaked_mads;
+  j["flood"] = r.flood ? flood_json(r) : nlohmann::json(nullptr);
   return j;
 }
 

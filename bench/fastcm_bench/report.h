@@ -8,14 +8,32 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/fastcm_bench/flood.h"
 #include "bench/fastcm_bench/latency_histogram.h"
 #include "bench/fastcm_bench/leak_check.h"
 #include "bench/fastcm_bench/options.h"
+#include "bench/fastcm_bench/recovery_probe.h"
 #include "bench/fastcm_bench/rig.h"
 #include "bench/fastcm_bench/storm.h"
 #include "bench/fastcm_bench/tally.h"
 
 namespace fastcm::bench {
+
+// --flood-rate's figures.
+struct FloodFigures {
+  FloodRun run;
+  // What the flooding port received by the end of the run (the teardown's REJs to the handshakes
+  // it left half-open included); the server's drops are the run's (counters_after_teardown), so
+  // that the flood's REQs still queued when the probe's REP came are in.
+  FloodAnswers answers;
+  Recovery recovery;
+  std::uint64_t established_by_end = 0;  // the storm's connections established by the flood's end
+  double storm_start_s = 0;  // the storm's start and end, seconds after the flood's start
+  double storm_end_s = 0;
+  std::uint64_t admitted = 0;  // REQs from outside the storm that reached the listen
+  std::uint64_t left_half_open = 0;  // flood endpoints still open after the probe, destroyed
+  Level server_endpoints;      // the server's endpoint table after the probe (high-water, limit)
+};
 
 // The storm's (--role both or client).
 struct Report {
@@ -38,6 +56,7 @@ struct Report {
   std::uint64_t rss_peak = 0;
   Teardown teardown;
   LeakCheck leaks;
+  std::optional<FloodFigures> flood;  // --flood-rate
 
   [[nodiscard]] std::uint64_t count(Count c) const noexcept {
     return counts[static_cast<std::size_t>(c)];

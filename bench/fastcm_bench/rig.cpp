@@ -52,6 +52,9 @@ std::unique_ptr<shards::DpdkRuntime> start_eal(const RigSizing& sizing) {
 // --disconnect life cycle.
 loopback::LoopbackConfig fabric_config(const Options& options, const RigSizing& sizing) {
   auto config = loopback::LoopbackConfig::two_hcas(static_cast<std::uint8_t>(options.ports));
+  if (options.flood_rate > 0) {
+    config.hcas.push_back({.ports = {loopback::LoopbackConfig::default_port(2, 1)}});
+  }
   for (auto& hca : config.hcas) {
     for (auto& port : hca.ports) port.ca.local_ca_ack_delay = 0;
   }
@@ -110,10 +113,10 @@ RigSizing size_rig(const Options& options) {
   s.rx_queue_depth = std::max(clamp_queue(4 * window, 2048), floors.rx_queue_depth);
   s.event_queue_capacity = clamp_queue(4 * window, 4096);
   s.backlog = std::max(static_cast<std::uint32_t>(2 * window + 1024), floors.backlog);
-  // Every lane may have its handshake half-open at once, all from one port (one source).
-  const EngineConfig defaults;
-  s.half_open_per_source = std::max(defaults.half_open_per_source, options.window);
-  s.half_open_per_listen = std::max(defaults.half_open_per_listen, options.window);
+  // Every lane may have its handshake half-open at once, all from one port (one source); a
+  // --config file's bounds (else EngineConfig's defaults) where larger.
+  s.half_open_per_source = std::max(options.engine.half_open_per_source, options.window);
+  s.half_open_per_listen = std::max(options.engine.half_open_per_listen, options.window);
   // An endpoint keeps its last sent and last received MAD until it is established, and none after
   // (the storm's REP and RTU carry no private data: Protocol::settle_established); add full
   // inboxes, and in poll mode the MADs that queued events hold.
@@ -166,6 +169,9 @@ Rig::Rig(const Options& options, const RigSizing& sizing, std::unique_ptr<Fabric
     client_paths_.push_back(loopback::path_record(config_.hcas[1].ports[p],
                                                   config_.hcas[0].ports[p], packet_life_time));
   }
+  if (has_flood()) {
+    flood_path_ = loopback::path_record(flood_port(), config_.hcas[0].ports[0], packet_life_time);
+  }
 }
 
 Rig::~Rig() {
@@ -202,23 +208,25 @@ void Rig::create_engines() {
 EngineTotals Rig::totals(const Engine& engine, const Fabric& fabric, bool server) const {
   EngineTotals t;
   std::vector<PortCounters> ports(counter_slots(fabric));
-  const auto add_ports = [&](std::uint64_t* reqs) {
-    for (std::size_t p = 1; p < ports.size(); ++p) {
-      const PortCounters& c = ports[p];
-      for (const MessageCounters& m : c.messages) {
-        t.mads_sent += m.sent;
-        t.retries += m.retried;
-        t.duplicates += m.duplicate;
-      }
-      for (std::size_t r = 0; r < kDropReasons; ++r) t.drops[r] += c.drops[r];
-      const MessageCounters& req = c.of(CmMessageKind::req);
-      *reqs += server ? req.received : req.sent;
+  // The whole engine's counters: the shards' and the pollers' (a MAD they found no room for in a
+  // shard's inbox is counted inbox_full per port, in no shard's counters).
+  engine.counters(ports);
+  for (std::size_t p = 1; p < ports.size(); ++p) {
+    const PortCounters& c = ports[p];
+    for (const MessageCounters& m : c.messages) {
+      t.mads_sent += m.sent;
+      t.retries += m.retried;
+      t.duplicates += m.duplicate;
     }
-  };
+    for (std::size_t r = 0; r < kDropReasons; ++r) t.drops[r] += c.drops[r];
+  }
   t.reqs_per_shard.assign(options_.shards, 0);
   for (std::uint32_t s = 0; s < options_.shards; ++s) {
     engine.shard_counters(s, ports);
-    add_ports(&t.reqs_per_shard[s]);
+    for (std::size_t p = 1; p < ports.size(); ++p) {
+      const MessageCounters& req = ports[p].of(CmMessageKind::req);
+      t.reqs_per_shard[s] += server ? req.received : req.sent;
+    }
   }
   return t;
 }
@@ -237,6 +245,8 @@ RigCounters Rig::counters() const {
       c.fabric_duplicated += f.duplicated;
       c.fabric_delayed += f.delayed;
       c.fabric_queue_full += f.dropped_queue_full;
+      if (h == 0) c.server_queue_full += f.dropped_queue_full;
+      if (h == kFloodHca) c.flood_queue_full += f.dropped_queue_full;
     }
   }
   return c;

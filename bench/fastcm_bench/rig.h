@@ -2,6 +2,7 @@
 // the run. --role both: the loopback fabric (HCA 0 serves, HCA 1 connects, both with the run's
 // ports and faults) and two engines; --role server or client: one engine over a fabric another
 // process can reach (fabric_choice.h), the client's paths built from the target (target_path.h).
+// With --flood-rate the loopback gets a third HCA of one port, where no engine runs (flood.h).
 #pragma once
 
 #include <array>
@@ -57,6 +58,8 @@ struct RigCounters {
   std::uint64_t fabric_duplicated = 0;  // by the --dup rule
   std::uint64_t fabric_delayed = 0;     // by the --reorder rule
   std::uint64_t fabric_queue_full = 0;  // receive queue overflows (undersized queues)
+  std::uint64_t server_queue_full = 0;  // those of them at the server's ports (HCA 0)
+  std::uint64_t flood_queue_full = 0;   // and at the flood's port (--flood-rate: answers lost)
   std::optional<pcap_tap::PcapTapCounters> pcap;  // --pcap
 };
 
@@ -107,6 +110,13 @@ class Rig {
   }
   [[nodiscard]] const Path& path(std::uint32_t port) const { return client_paths_[port]; }
 
+  // --flood-rate: the flood's HCA (the loopback's third, one port) and the path from its port to
+  // the server's first port. Only when has_flood(). Any thread.
+  [[nodiscard]] bool has_flood() const noexcept { return options_.flood_rate > 0; }
+  [[nodiscard]] Fabric& flood_fabric() { return loopback_->hca(kFloodHca); }
+  [[nodiscard]] const Path& flood_path() const noexcept { return flood_path_; }
+  [[nodiscard]] const PortAttr& flood_port() const noexcept { return config_.hcas[kFloodHca].ports[0]; }
+
   // Waits (sleeping 1 ms between looks) until drained() or `limit` has passed; returns
   // drained(). Main thread.
   [[nodiscard]] bool wait_drained(std::chrono::steady_clock::duration limit) const;
@@ -131,6 +141,8 @@ class Rig {
   [[nodiscard]] std::uint64_t fabric_drops() const;
 
  private:
+  static constexpr std::size_t kFloodHca = 2;
+
   [[nodiscard]] EngineTotals totals(const Engine& engine, const Fabric& fabric, bool server) const;
 
   Options options_;
@@ -143,6 +155,7 @@ class Rig {
   Fabric* server_fabric_ = nullptr;  // the fabric (or loopback HCA) of each side the role has
   Fabric* client_fabric_ = nullptr;
   std::vector<Path> client_paths_;
+  Path flood_path_;  // --flood-rate
   std::unique_ptr<pcap_tap::PcapTap> tap_;  // --pcap: wraps one of the fabrics above
   std::unique_ptr<Engine> server_;
   std::unique_ptr<Engine> client_;

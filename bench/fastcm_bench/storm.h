@@ -71,6 +71,11 @@ class Storm {
   Teardown tear_down();
 
   [[nodiscard]] const LatencyHistogram& latency() const noexcept { return latency_; }
+  // The REQ the storm sends from client port `port` (0-based), before its QPN and PSN are set.
+  // Any thread; valid for the Storm's lifetime.
+  [[nodiscard]] const ReqParams& req_template(std::uint32_t port) const {
+    return req_templates_[port];
+  }
 
  private:
   // One client: the connection it runs now. Written by whichever thread starts the lane's next

@@ -2,7 +2,8 @@
 // kClientQpnBase + i (wrapping after kQpnSpan, far below 2^23 and long after the QP's connection is
 // gone); the server's QP for it is the client's with kServerQpnBit set (also for an rdma_cm
 // client, whose QPNs are its own). The listen reads a connection's number back from the REQ's QPN
-// (ReqLedger).
+// (ReqLedger). REQs from outside the storm (--flood-rate's flood and its recovery probe) use QPNs
+// with kServerQpnBit set, which no storm client uses: the listen accepts them without the ledger.
 #pragma once
 
 #include <cstdint>
@@ -26,5 +27,17 @@ inline constexpr std::uint64_t kQpnSpan = kServerQpnBit - kClientQpnBase;
   if (qpn < kClientQpnBase || qpn >= kServerQpnBit) return std::nullopt;
   return qpn - kClientQpnBase;
 }
+
+// The flood's REQ `n` (wrapping after kFloodQpnSpan, above the 2 million of a 10 s flood at
+// 200,000 per second) and the recovery probe's attempt `n`.
+inline constexpr Qpn kFloodQpnSpan = 0x40'0000;
+[[nodiscard]] constexpr Qpn flood_qpn(std::uint64_t n) noexcept {
+  return kServerQpnBit | static_cast<Qpn>(n % kFloodQpnSpan);
+}
+[[nodiscard]] constexpr Qpn probe_qpn(std::uint64_t n) noexcept {
+  return kServerQpnBit | kFloodQpnSpan | static_cast<Qpn>(n % kFloodQpnSpan);
+}
+// Whether `qpn` is one of the two above (a REQ from outside the storm).
+[[nodiscard]] constexpr bool outside_storm(Qpn qpn) noexcept { return (qpn & kServerQpnBit) != 0; }
 
 }  // namespace fastcm::bench

@@ -28,7 +28,10 @@ enum class Count : std::uint8_t {
   server_established,  // server got the RTU
   server_failed_calls, // a server API call was refused
   server_reqs,         // --role server: REQs handed to the listen (not their retransmissions)
-  server_untracked,    // --role server: accepted while the accepted table was full
+  server_untracked,    // --role server (--flood-rate: a REQ from outside the storm): accepted
+                       // while the accepted table was full
+  server_outside_storm,  // --flood-rate: REQs from outside the storm handed to the listen (the
+                         // flood's that the engine admitted, and the recovery probe's)
   server_duplicate_events,  // --role both: a second REQ of one connection, or an event for an
                             // endpoint the server had destroyed
   count_
