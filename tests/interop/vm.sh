@@ -177,10 +177,12 @@ vm_wait() {
 }
 
 # vm_wait_file NAME FILE SECONDS: waits up to SECONDS for the guest of VM NAME to write FILE in its
-# run directory; fails, showing its logs, when it does not or the VM stops first.
+# run directory; fails, showing its logs, when it does not or the VM stops first. Waits for FILE's
+# content, not its name: the guest's `echo 0 >FILE` creates it empty before writing over 9p, and a
+# done-PHASE read in between looked like a failure (linux_linux_events' ucmatose, 2026-12-05).
 vm_wait_file() {
   local name=$1 file="$work_dir/$1/$2" limit=$3 start=$SECONDS
-  until [[ -e $file ]]; do
+  until [[ -s $file ]]; do
     if ! kill -0 "${vm_pids[$name]}" 2>/dev/null; then
       vm_show "$name"
       die "VM $name stopped before writing $2"

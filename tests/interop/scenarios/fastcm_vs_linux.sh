@@ -62,8 +62,19 @@ for phase in "${b_phases[@]}" "${event_phases[@]}" "${anchor_phases[@]}"; do
   [[ $phase == dead-from-fastcm ]] || b_addresses+=("${address[$phase]}/24")
 done
 
+# A fastcm-bench server admits all N connections half-open from one source at once: cmtime -c N
+# sends every REQ before it waits for a REP, and over EngineConfig's default per-source budget
+# (1024) fastcm answers REJ 3 (no resources), a bound Linux's CM does not have. The settings file
+# (in the fastcm VM's run directory, /mnt/out there) raises the budget to N.
+server_settings() {  # N: the settings file's name, written into WORK_DIR/fastcm
+  mkdir -p "$work_dir/fastcm"
+  printf '[engine]\nhalf_open_per_source = %s\n' "$(($1 > 1024 ? $1 : 1024))" \
+    >"$work_dir/fastcm/server-$1.ini"
+  echo "server-$1.ini"
+}
 bench_server() {  # the fastcm VM's fastcm-bench server for N connections
-  echo "$bench --fabric umad --device rxe0 --role server --rdma-cm-port $cm_port -n $1 --json"
+  echo "$bench --fabric umad --device rxe0 --role server --rdma-cm-port $cm_port -n $1" \
+       "--config /mnt/out/$(server_settings "$1") --json"
 }
 # PHASE N [OPTION...]: the fastcm VM's fastcm-bench client to the phase's Linux address. Without
 # --disconnect its rate is N over the time from the first REQ to the last connection established,
@@ -73,14 +84,22 @@ bench_client() {
        "--source-ip $fastcm_ip --target-ip ${address[$1]} -n $2 ${*:3} --json >/mnt/out/$1.json'"
 }
 peer_ready='^cm_peer: listening'
+# What bounds a phase of N connections: the fixed bound plus 0.1 s per connection (the slowest
+# direction, the Linux anchor under TCG, made about 19 connections/s at N = 100).
+count_limit() { echo $((limit + $1 / 10)); }
 
 {
   echo "net_up $fastcm_ip/24 $anchor_ip/24"
   echo "fastcm_owns_cm"
   echo "dead_peer $dead_from_fastcm $linux_mac"
+  # The first server listens from boot and waits through topology A's phases too.
+  server_limit=0
+  for n in "${counts[@]}"; do server_limit=$((server_limit + 2 * $(count_limit "$n"))); done
   for n in "${counts[@]}"; do
-    echo "serve_fastcm b-linux-to-bench-$n $limit $(bench_server "$n")"
-    echo "client b-bench-to-linux-$n $limit $(bench_client "b-bench-to-linux-$n" "$n")"
+    server_limit=$((server_limit + $(count_limit "$n")))
+    echo "serve_fastcm b-linux-to-bench-$n $server_limit $(bench_server "$n")"
+    server_limit=0
+    echo "client b-bench-to-linux-$n $(count_limit "$n") $(bench_client "b-bench-to-linux-$n" "$n")"
   done
   # rping, 4 ucmatose connections; the REQ to the unused port is the engine's to refuse.
   echo "serve_program linux-to-example $limit '^rping_server: listening' $rping_server --connections 5"
@@ -97,7 +116,7 @@ peer_ready='^cm_peer: listening'
   echo "client dup-bench-to-linux $limit $(bench_client dup-bench-to-linux 100 --disconnect)"
   echo "duplicate_off"
   echo "kernel_cm_takes_over"
-  for n in "${counts[@]}"; do echo "serve anchor-$n $limit $anchor_ip cmtime -b $anchor_ip -p $cm_port"; done
+  for n in "${counts[@]}"; do echo "serve anchor-$n $(count_limit "$n") $anchor_ip cmtime -b $anchor_ip -p $cm_port"; done
 } | vm_job fastcm
 
 {
@@ -107,12 +126,12 @@ peer_ready='^cm_peer: listening'
   echo "dead_peer $dead_from_linux $fastcm_mac"
   echo "in_background dead-from-linux rping -c -a $dead_from_linux -I ${address[dead-from-linux]} -C 1"
   for n in "${counts[@]}"; do
-    echo "client a-linux-to-bench-$n $limit cmtime -b $linux_tap_ip -s ${address[a-linux-to-bench-$n]} -p $cm_port -c $n"
-    echo "serve a-bench-to-linux-$n $limit $linux_tap_ip cmtime -b $linux_tap_ip -p $cm_port"
+    echo "client a-linux-to-bench-$n $(count_limit "$n") cmtime -b $linux_tap_ip -s ${address[a-linux-to-bench-$n]} -p $cm_port -c $n"
+    echo "serve a-bench-to-linux-$n $(count_limit "$n") $linux_tap_ip cmtime -b $linux_tap_ip -p $cm_port"
   done
   for n in "${counts[@]}"; do
-    echo "client b-linux-to-bench-$n $limit cmtime -b ${address[b-linux-to-bench-$n]} -s $fastcm_ip -p $cm_port -c $n"
-    echo "serve b-bench-to-linux-$n $limit ${address[b-bench-to-linux-$n]} cmtime -b ${address[b-bench-to-linux-$n]} -p $cm_port"
+    echo "client b-linux-to-bench-$n $(count_limit "$n") cmtime -b ${address[b-linux-to-bench-$n]} -s $fastcm_ip -p $cm_port -c $n"
+    echo "serve b-bench-to-linux-$n $(count_limit "$n") ${address[b-bench-to-linux-$n]} cmtime -b ${address[b-bench-to-linux-$n]} -p $cm_port"
   done
   x=${address[linux-to-example]}
   echo "client linux-to-example $limit sh -c 'rping -c -a $fastcm_ip -I $x -v -V -C 5 >/mnt/out/rping-in.log 2>&1 &&" \
@@ -132,7 +151,7 @@ peer_ready='^cm_peer: listening'
   echo "client dup-linux-to-bench $limit cmtime -b ${address[dup-linux-to-bench]} -s $fastcm_ip -p $cm_port -c 100"
   echo "serve dup-bench-to-linux $limit ${address[dup-bench-to-linux]} cmtime -b ${address[dup-bench-to-linux]} -p $cm_port"
   echo "duplicate_off"
-  for n in "${counts[@]}"; do echo "client anchor-$n $limit cmtime -b ${address[anchor-$n]} -s $anchor_ip -p $cm_port -c $n"; done
+  for n in "${counts[@]}"; do echo "client anchor-$n $(count_limit "$n") cmtime -b ${address[anchor-$n]} -s $anchor_ip -p $cm_port -c $n"; done
   echo "await_background dead-from-linux $limit"
 } | vm_job linux
 
@@ -147,15 +166,16 @@ for n in "${counts[@]}"; do
   phase=a-linux-to-bench-$n
   # Not through in_netns: $! must be fastcm-bench itself (ip netns exec execs it), not a subshell.
   ip netns exec "$interop_netns" "$host_bench" --fabric udp --address "${address[$phase]}" --role server \
-    --rdma-cm-port "$cm_port" -n "$n" --json >"$work_dir/$phase.json" 2>"$work_dir/$phase.err" &
+    --rdma-cm-port "$cm_port" -n "$n" --config "$work_dir/fastcm/$(server_settings "$n")" --json \
+    >"$work_dir/$phase.json" 2>"$work_dir/$phase.err" &
   server=$!
   host_wait_listening "$work_dir/$phase.err" "$server" 60
-  run_client_phase linux "$phase" "$limit"
+  run_client_phase linux "$phase" "$(count_limit "$n")"
   stop_host_process "$server" 60 || { cat "$work_dir/$phase.err"; die "$phase: fastcm-bench server failed"; }
 
   phase=a-bench-to-linux-$n
-  vm_wait_file linux "ready-$phase" "$limit"
-  in_netns timeout "$limit" "$host_bench" --fabric udp --address "${address[$phase]}" --role client \
+  vm_wait_file linux "ready-$phase" "$(count_limit "$n")"
+  in_netns timeout "$(count_limit "$n")" "$host_bench" --fabric udp --address "${address[$phase]}" --role client \
     --rdma-cm-port "$cm_port" --source-ip "${address[$phase]}" --target-ip "$linux_tap_ip" \
     --connections "$n" --json >"$work_dir/$phase.json" 2>"$work_dir/$phase.err" ||
     { cat "$work_dir/$phase.err"; die "$phase: fastcm-bench client failed"; }
@@ -165,8 +185,8 @@ done
 
 # Topology B, then the anchor.
 for n in "${counts[@]}"; do
-  run_phase fastcm linux "b-linux-to-bench-$n" "$limit"
-  run_phase linux fastcm "b-bench-to-linux-$n" "$limit"
+  run_phase fastcm linux "b-linux-to-bench-$n" "$(count_limit "$n")"
+  run_phase linux fastcm "b-bench-to-linux-$n" "$(count_limit "$n")"
 done
 run_phase fastcm linux linux-to-example "$limit"
 run_phase linux fastcm example-to-linux "$limit"
@@ -179,7 +199,7 @@ run_phase linux fastcm stale "$limit"
 run_phase linux fastcm dead-from-fastcm "$limit"
 run_phase fastcm linux dup-linux-to-bench "$limit"
 run_phase linux fastcm dup-bench-to-linux "$limit"
-for n in "${counts[@]}"; do run_phase fastcm linux "anchor-$n" "$limit"; done
+for n in "${counts[@]}"; do run_phase fastcm linux "anchor-$n" "$(count_limit "$n")"; done
 vm_wait fastcm 120
 vm_wait linux "$limit"
 
