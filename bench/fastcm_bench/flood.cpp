@@ -1,10 +1,9 @@
 #include "bench/fastcm_bench/flood.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <array>
 
+#include "bench/fastcm_bench/process_stats.h"
 #include "bench/fastcm_bench/storm_qpns.h"
 #include "engine/mad/codec.h"
 #include "engine/path_convert.h"
@@ -21,12 +20,6 @@ constexpr std::uint8_t kFloodCmTimeout = 20;  // 4.096 us x 2^20 = 4.3 s, rdma_c
 constexpr std::uint8_t kFloodCmRetries = 15;  // the REQ field's largest value
 constexpr auto kSampleEvery = 1ms;            // the server's pool high-water
 constexpr auto kIdleWait = 200us;             // the receive loop's sleep when nothing came
-
-double thread_cpu_seconds() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 }  // namespace
 

@@ -30,10 +30,18 @@ std::uint64_t peak_resident_bytes() noexcept {
   return 0;
 }
 
-double process_cpu_seconds() noexcept {
+namespace {
+
+double cpu_seconds(clockid_t clock) noexcept {
   timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+
+}  // namespace
+
+double process_cpu_seconds() noexcept { return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID); }
+
+double thread_cpu_seconds() noexcept { return cpu_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 }  // namespace fastcm::bench

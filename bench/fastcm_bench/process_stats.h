@@ -15,4 +15,7 @@ namespace fastcm::bench {
 // CPU time of every thread of the process (CLOCK_PROCESS_CPUTIME_ID), in seconds.
 [[nodiscard]] double process_cpu_seconds() noexcept;
 
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), in seconds.
+[[nodiscard]] double thread_cpu_seconds() noexcept;
+
 }  // namespace fastcm::bench
