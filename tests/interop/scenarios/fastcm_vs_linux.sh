@@ -151,7 +151,7 @@ count_limit() { echo $((limit + $1 / 10)); }
   echo "client dup-linux-to-bench $limit cmtime -b ${address[dup-linux-to-bench]} -s $fastcm_ip -p $cm_port -c 100"
   echo "serve dup-bench-to-linux $limit ${address[dup-bench-to-linux]} cmtime -b ${address[dup-bench-to-linux]} -p $cm_port"
   echo "duplicate_off"
-  for n in "${counts[@]}"; do echo "client anchor-$n $(count_limit "$n") cmtime -b ${address[anchor-$n]} -s $anchor_ip -p $cm_port -c $n"; done
+  for n in "${counts[@]}"; do echo "client_within anchor-$n $(count_limit "$n") cmtime -b ${address[anchor-$n]} -s $anchor_ip -p $cm_port -c $n"; done
   echo "await_background dead-from-linux $limit"
 } | vm_job linux
 
@@ -215,9 +215,14 @@ for phase in "${b_phases[@]}" "${event_phases[@]}" "${anchor_phases[@]}"; do
   check_pcap "$(phase_pcap linux "$phase" "${address[$phase]}")"
 done
 
+# A cmtime client sends all N REQs before it waits for an answer; at N = 10,000 under emulation
+# even the kernel CM's own server (the anchor) lost connections to REJ 28 (its backlog) and
+# timeouts. Where the anchor lost some, a fastcm server is judged against it in the same run: it
+# must accept at least as many as the anchor established. Where the anchor lost none, all N.
 for n in "${counts[@]}"; do
-  bench_server_check "$work_dir/a-linux-to-bench-$n.json" "$n"
-  bench_server_check "$work_dir/fastcm/b-linux-to-bench-$n.json" "$n"
+  anchor_established=$((n - $(cmtime_failures "$work_dir/linux/anchor-$n.log")))
+  bench_server_check "$work_dir/a-linux-to-bench-$n.json" "$n" "$anchor_established"
+  bench_server_check "$work_dir/fastcm/b-linux-to-bench-$n.json" "$n" "$anchor_established"
 done
 for n in "${counts[@]}"; do
   cmtime_figure "$work_dir/linux/anchor-$n.log" "$n" "Linux -> Linux (anchor)"
