@@ -380,13 +380,14 @@ std::optional<DropReason> Protocol::address_mismatch(const Cep& cep, const MadAd
                        (cep.has_alternate && along(cep.alternate.remote_lid, cep.alternate.remote_gid)) ||
                        along(cep.peer.remote_lid, cep.peer.grh.remote_gid);
   if (!address) return DropReason::wrong_source;
-  // Next to the endpoint's sent and received MADs, which the handlers touch anyway.
-  if (from.pkey_index != cep.peer.pkey_index) {
-    // Another table entry may hold the same partition with the other membership bit.
-    const auto keys = port(cep.port_index).pkeys();
-    if (from.pkey_index >= keys.size() || (keys[from.pkey_index] & 0x7FFF) != (cep.primary.pkey & 0x7FFF)) {
-      return DropReason::wrong_source;
-    }
+  // The connection's partition is the one its REQ names (one P_Key for both paths), whichever
+  // table entry holds it (full or limited membership). Not the partition a passive side's REQ
+  // arrived on: that one may differ from what the REQ names, and the peer's port may be a member
+  // of both, so a MAD on it is not the connection's.
+  const auto keys = port(cep.port_index).pkeys();
+  constexpr PKey kPartition = 0x7FFF;
+  if (from.pkey_index >= keys.size() || (keys[from.pkey_index] & kPartition) != (cep.primary.pkey & kPartition)) {
+    return DropReason::wrong_source;
   }
   return std::nullopt;
 }

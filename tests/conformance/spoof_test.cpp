@@ -97,6 +97,15 @@ class SpoofCell {
 
   [[nodiscard]] const Target& target() const { return target_; }
 
+  // Makes the target's engine's newest endpoint (the one its last event names) the target, one
+  // whose peer holds no endpoint: a raw REQ made it.
+  void retarget_to_last_event() {
+    ASSERT_FALSE(target_peer().events().empty());
+    reached_.target = target_peer().events().back().id;
+    reached_.peer = Id{};
+    EXPECT_EQ(setup_.engine_on(reached_.host).connection_info(reached_.target, target_.info), Status::ok);
+  }
+
   // Sends `m`, spoiled by `f`, and reports what moved; "" when nothing did.
   std::string inject(Msg m, Forgery f) {
     Target t = target_;
@@ -335,6 +344,24 @@ TEST(Spoof, RejWithoutSenderIdCountsOnlyFromTheReqDestination) {
       }
     }
   }
+}
+
+// A REQ may arrive under another partition than the one it names, from a port that is a member of
+// both: the connection's partition is the named one, so a MAD under the arrival partition is not
+// the connection's, even from the REQ's sender.
+TEST(Spoof, TheConnectionsPartitionIsTheOneItsReqNames) {
+  SpoofCell cell;
+  cell.reach({S::established_passive});
+  Target fresh = cell.target();
+  fresh.info.remote_comm_id ^= 0x0055'AA00;  // another connection from the same client
+  fresh.info.remote_qpn += 1;
+  MadPacket req = build(Msg::req_again, fresh);  // names P_Key 0xFFFF
+  ASSERT_EQ(cell.send(req, Forgery::pkey), "event:req_received, timer");  // arrives under 0x8001
+  cell.retarget_to_last_event();
+  ASSERT_EQ(to_string(cell.target().info.state), std::string_view("req_rcvd"));
+
+  EXPECT_EQ(cell.inject(Msg::rej, Forgery::pkey), "drop:wrong_source");
+  EXPECT_EQ(cell.inject(Msg::rej, Forgery::none), "state:idle, event:rej_received, timer");
 }
 
 }  // namespace
