@@ -284,6 +284,12 @@ void Protocol::on_rej(MadBuf& buf, const mad::MadHeader& hdr, const mad::Rej& re
   Cep* cep = rejected_endpoint(rej);
   if (cep == nullptr) return drop(port_index, DropReason::unknown_comm_id);
   if (!from_peer(*cep, buf, {.comm_id = rej.local_comm_id})) return;
+  // A REQ is rejected only by the side that received it, a REP likewise: a REJ of either sent to
+  // the side that sent it is about another connection (our answer to a REP forged in the name of
+  // an active endpoint, sent back to its port, names it so).
+  const bool rejects_what_we_sent = (rej.message_rejected == mad::MessageKind::req && !cep->active) ||
+                                    (rej.message_rejected == mad::MessageKind::rep && cep->active);
+  if (rejects_what_we_sent) return drop(port_index, DropReason::out_of_state);
   switch (cep->state) {
     case CepState::req_sent:
     case CepState::mra_req_rcvd:

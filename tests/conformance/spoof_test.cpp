@@ -346,6 +346,34 @@ TEST(Spoof, RejWithoutSenderIdCountsOnlyFromTheReqDestination) {
   }
 }
 
+// A REQ is rejected only by the side that received it, a REP likewise: a REJ of what the endpoint
+// itself sent is about another connection, even from its peer's address (the server's answer to a
+// REP forged in the client endpoint's name, sent back to the client's port, is one).
+TEST(Spoof, ARejOfWhatTheEndpointSentIsNotAboutIt) {
+  struct Cell {
+    S state;
+    mad::MessageKind rejected;
+    const char* moved;
+  };
+  for (const Cell c : {Cell{S::req_sent, mad::MessageKind::rep, "drop:out_of_state"},
+                       Cell{S::req_sent, mad::MessageKind::req, "state:idle, event:rej_received, timer"},
+                       Cell{S::rep_rcvd, mad::MessageKind::rep, "drop:out_of_state"},
+                       Cell{S::req_rcvd, mad::MessageKind::req, "drop:out_of_state"},
+                       Cell{S::rep_sent, mad::MessageKind::req, "drop:out_of_state"},
+                       Cell{S::rep_sent, mad::MessageKind::rep, "state:idle, event:rej_received, timer"}}) {
+    SCOPED_TRACE(std::string(fastcm::test::label(c.state)) + ", REJ of " +
+                 (c.rejected == mad::MessageKind::req ? "REQ" : "REP"));
+    SpoofCell cell;
+    cell.reach({c.state});
+    mad::Rej rej;
+    rej.local_comm_id = cell.target().info.remote_comm_id;
+    rej.remote_comm_id = cell.target().info.local_comm_id;
+    rej.message_rejected = c.rejected;
+    rej.reason = mad::RejReason::consumer_reject;
+    EXPECT_EQ(cell.send(packet(cell.target(), rej), Forgery::none), c.moved);
+  }
+}
+
 // A REQ may arrive under another partition than the one it names, from a port that is a member of
 // both: the connection's partition is the named one, so a MAD under the arrival partition is not
 // the connection's, even from the REQ's sender.

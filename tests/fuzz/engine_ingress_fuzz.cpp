@@ -18,6 +18,9 @@
 //    whole again (max_endpoints create_id calls succeed).
 // A violation prints what broke and aborts. Clock steps may change any endpoint (timers).
 //
+// FASTCM_FUZZ_TRACE=1 in the environment prints each step and every endpoint's state after it, to
+// read a saved crash input: `FASTCM_FUZZ_TRACE=1 fastcm_fuzz_engine_ingress crash-<sha1>`.
+//
 // FASTCM_FUZZ_MATCHING=ours_only in the environment relaxes "names the whole identity" to "names
 // our comm ID" (what Linux's cm.c checks), to fuzz the other invariants on an engine that matches
 // messages on that alone; the default (whole_identity) is the goal issue 13 sets.
@@ -55,6 +58,31 @@ Matching matching_from_environment() {
   const char* v = std::getenv("FASTCM_FUZZ_MATCHING");
   return v != nullptr && std::string_view(v) == "ours_only" ? Matching::ours_only
                                                             : Matching::whole_identity;
+}
+
+bool trace_from_environment() {
+  const char* v = std::getenv("FASTCM_FUZZ_TRACE");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+// Names for the trace, in enumerator order (ingress_script.h).
+constexpr const char* kStepNames[] = {"inject_from_peer", "inject_from_elsewhere", "clock", "api"};
+constexpr const char* kMessageNames[] = {"class_port_info", "req",  "mra",      "rej",
+                                         "rep",             "rtu",  "dreq",     "drep",
+                                         "sidr_req",        "sidr_rep", "lap",  "apr"};
+constexpr const char* kMutationNames[] = {"none", "field", "known_value", "byte", "pkey"};
+constexpr const char* kApiNames[] = {"send_rep",  "send_rtu",  "send_rej",      "send_mra",
+                                     "send_dreq", "send_drep", "establish",     "destroy",
+                                     "send_lap",  "send_apr",  "send_sidr_rep", "reconnect",
+                                     "connect",   "toggle_listen"};
+static_assert(std::size(kStepNames) == static_cast<std::size_t>(StepKind::count_) &&
+              std::size(kMessageNames) == static_cast<std::size_t>(Message::count_) &&
+              std::size(kMutationNames) == static_cast<std::size_t>(Mutation::count_) &&
+              std::size(kApiNames) == static_cast<std::size_t>(ApiCall::count_));
+
+template <typename E, std::size_t N>
+const char* name_of(const char* const (&names)[N], E e) {
+  return names[static_cast<std::size_t>(e)];
 }
 
 // What the script knows of one endpoint.
@@ -107,7 +135,7 @@ mad::PathFields path_fields(Lid from, Lid to) {
 
 class Input {
  public:
-  explicit Input(Matching matching) : matching_(matching) {}
+  Input(Matching matching, bool trace) : matching_(matching), trace_(trace) {}
 
   void run(ScriptReader& script) {
     ListenParams lp;
@@ -116,19 +144,38 @@ class Input {
     require(rig_.engine(Side::server).listen(lp, listen_) == Status::ok, "setup: listen");
     const std::size_t connections = 1 + script.byte() % kMaxConnections;
     for (std::size_t i = 0; i < connections; ++i) set_up(script.pick<Setup>());
+    trace_endpoints("after setup");
     for (std::size_t step = 0; step < kMaxSteps && !script.done(); ++step) {
-      switch (script.pick<StepKind>()) {
+      const StepKind kind = script.pick<StepKind>();
+      if (trace_) std::fprintf(stderr, "step %zu: %s", step, name_of(kStepNames, kind));
+      switch (kind) {
         case StepKind::inject_from_peer: inject(script, std::nullopt); break;
         case StepKind::inject_from_elsewhere: inject(script, script.pick<Source>()); break;
         case StepKind::clock: clock_step(script.byte()); break;
         case StepKind::api: api_step(script); break;
         case StepKind::count_: break;
       }
+      trace_endpoints("after it");
     }
     finish();
   }
 
  private:
+  // With FASTCM_FUZZ_TRACE=1: the end of a step's line, then each endpoint the script knows.
+  void trace_endpoints(const char* when) const {
+    if (!trace_) return;
+    std::fprintf(stderr, "\n  %s:", when);
+    for (std::size_t i = 0; i < eps_.size(); ++i) {
+      const Endpoint& ep = eps_[i];
+      std::fprintf(stderr, " #%zu %s 0x%x %.*s%s", i, ep.side == Side::server ? "server" : "client",
+                   ep.info.local_comm_id, static_cast<int>(ep.state.size()), ep.state.data(),
+                   ep.destroyed ? " (destroyed)" : "");
+      if (ep.peer) std::fprintf(stderr, " peer #%zu", *ep.peer);
+      std::fprintf(stderr, ";");
+    }
+    std::fprintf(stderr, "\n");
+  }
+
   // ---- looking at the endpoints ----------------------------------------------------------------
 
   [[nodiscard]] std::optional<std::size_t> find(Side side, Id id) const {
@@ -148,16 +195,26 @@ class Input {
 
   // The endpoint whose REQ made the server endpoint `passive`: a client's, or the server's own
   // (an API step may reconnect a server endpoint, whose REQ then reaches its own engine's listen).
-  void link_peer(std::size_t passive) {
+  // It names that endpoint's comm ID, and its CA GUID or, when `req_from` is known, comes from its
+  // port: the CA GUID a REQ claims is not checked, so one forged on the endpoint's port with
+  // another GUID makes the server answer that endpoint all the same.
+  void link_peer(std::size_t passive, std::optional<Lid> req_from = std::nullopt) {
     const ConnectionInfo& info = eps_[passive].info;
     for (std::size_t i = 0; i < eps_.size(); ++i) {
-      if (i != passive && !eps_[i].destroyed && eps_[i].id.comm_id() == info.remote_comm_id &&
-          info.remote_ca_guid == rig_.port(eps_[i].side).node_guid) {
+      if (i == passive || eps_[i].destroyed || eps_[i].id.comm_id() != info.remote_comm_id) continue;
+      const PortAttr& port = rig_.port(eps_[i].side);
+      if (info.remote_ca_guid == port.node_guid || req_from == port.lid) {
         eps_[i].peer = passive;
         eps_[passive].peer = i;
-        eps_[passive].req_source = rig_.port(eps_[i].side).lid;
+        eps_[passive].req_source = req_from.value_or(port.lid);
       }
     }
+  }
+
+  // Two endpoints are connected when either is the other's peer: a later REQ naming an endpoint
+  // makes it the peer of the new one, and the older passive endpoint still names it.
+  [[nodiscard]] bool connected(std::size_t a, std::size_t b) const {
+    return eps_[a].peer == b || eps_[b].peer == a;
   }
 
   // Takes in the events since the last look and every endpoint's state. Returns, per endpoint,
@@ -310,10 +367,10 @@ class Input {
     const Lid from = rig_.port(other(t.side)).lid;
     const Lid to = rig_.port(t.side).lid;
     const Guid their_guid = rig_.port(other(t.side)).node_guid;
+    // What the peer would MRA or REJ: our REQ, our REP, or neither.
     const mad::MessageKind kind = c.state == CepState::req_sent || c.state == CepState::mra_req_rcvd
                                       ? mad::MessageKind::req
-                                  : c.state == CepState::rep_sent || c.state == CepState::mra_rep_rcvd ||
-                                          c.state == CepState::rep_rcvd
+                                  : c.state == CepState::rep_sent || c.state == CepState::mra_rep_rcvd
                                       ? mad::MessageKind::rep
                                       : mad::MessageKind::lap_or_none;
     MadBytes bytes{};
@@ -473,6 +530,11 @@ class Input {
     if (elsewhere) sender = *elsewhere == Source::tool ? Rig::kToolHca : Rig::hca(target_side);
     const PortAttr& from = rig_.port_of_hca(sender);
     const MadSource source{.lid = from.lid, .pkey = from.pkey_table[pkey_index]};
+    if (trace_) {
+      std::fprintf(stderr, " %s to #%zu, mutation %s, from LID %u P_Key 0x%x",
+                   name_of(kMessageNames, message), target, name_of(kMutationNames, mutation),
+                   source.lid, source.pkey);
+    }
 
     mad::DecodedMad decoded;
     const bool well_formed = mad::decode(bytes, decoded).ok();
@@ -519,7 +581,10 @@ class Input {
     std::size_t created = 0;
     const std::vector<bool> first = look(&created);
     // Made by this REQ, whatever peer link_peer guessed from the IDs it names.
-    for (std::size_t i = eps_.size() - created; i < eps_.size(); ++i) eps_[i].req_source = source.lid;
+    for (std::size_t i = eps_.size() - created; i < eps_.size(); ++i) {
+      eps_[i].req_source = source.lid;
+      link_peer(i, source.lid);
+    }
     const bool creates = well_formed && (std::holds_alternative<mad::Req>(decoded.message) ||
                                          std::holds_alternative<mad::SidrReq>(decoded.message));
     require(created == 0 || creates, "only a REQ or SIDR_REQ creates an endpoint");
@@ -536,8 +601,10 @@ class Input {
     const std::vector<bool> then = look();
     if (matching_ == Matching::ours_only) return;
     for (std::size_t i = 0; i < may.size(); ++i) {
-      const std::optional<std::size_t> p = eps_[i].peer;
-      const bool cause = may[i] || first[i] || (p && *p < may.size() && (answers[*p] || first[*p]));
+      bool cause = may[i] || first[i];
+      for (std::size_t j = 0; j < may.size() && !cause; ++j) {
+        cause = connected(i, j) && (answers[j] || first[j]);
+      }
       check(!then[i] || cause,
             "an endpoint changed on the answer to a MAD that changed nothing it is connected to",
             i);
@@ -547,6 +614,7 @@ class Input {
   // ---- clock and API steps ---------------------------------------------------------------------
 
   void clock_step(std::uint8_t exponent) {
+    if (trace_) std::fprintf(stderr, " exponent %u", exponent);
     if (exponent == 0) {
       if (const std::optional<std::uint64_t> next = rig_.next_event()) rig_.run_until(*next);
     } else {
@@ -564,6 +632,7 @@ class Input {
     bool sidr = false;                             // the call sent a SIDR_REQ
     Engine& engine = rig_.engine(ep.side);
     const Id id = ep.id;
+    if (trace_) std::fprintf(stderr, " %s on #%zu, argument %u", name_of(kApiNames, call), e, argument);
     switch (call) {
       case ApiCall::send_rep: (void)engine.send_rep(id, rep_params()); break;
       case ApiCall::send_rtu: (void)engine.send_rtu(id, {}); break;
@@ -637,7 +706,7 @@ class Input {
       eps_.back().peer = e;
     }
     for (std::size_t i = 0; i < changed.size(); ++i) {
-      const bool related = i == e || ep.peer == i || eps_[e].peer == i || i >= known_before;
+      const bool related = i == e || ep.peer == i || connected(i, e) || i >= known_before;
       require(!changed[i] || related, "an API call changed an endpoint it is not about",
               eps_[i].id.raw);
     }
@@ -676,6 +745,7 @@ class Input {
 
   Rig rig_;
   Matching matching_;
+  bool trace_;
   std::vector<Endpoint> eps_;
   std::size_t events_seen_ = 0;
   Id listen_;
@@ -687,8 +757,9 @@ class Input {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const fastcm::fuzz::Matching matching = fastcm::fuzz::matching_from_environment();
+  static const bool trace = fastcm::fuzz::trace_from_environment();
   fastcm::fuzz::ScriptReader script(std::span<const std::uint8_t>(data, size));
-  fastcm::fuzz::Input input(matching);
+  fastcm::fuzz::Input input(matching, trace);
   input.run(script);
   return 0;
 }
