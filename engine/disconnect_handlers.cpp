@@ -104,8 +104,12 @@ void Protocol::on_drep(MadBuf& buf, const mad::MadHeader& hdr, const mad::Drep& 
   Cep* cep = find_local(port_index, drep.remote_comm_id);
   if (cep == nullptr || !from_peer(*cep, buf, {.comm_id = drep.local_comm_id})) return;
   switch (cep->state) {
-    case CepState::dreq_sent:
-    case CepState::dreq_rcvd: break;  // collision: their DREP to our DREQ crossed their DREQ
+    case CepState::dreq_sent: break;
+    case CepState::dreq_rcvd:
+      // A collision: their DREP to our DREQ crossed their DREQ. Without a DREQ of ours (it stays
+      // the MAD we sent until we answer theirs) the DREP answers nothing here.
+      if (sent_attr(*cep) != mad::AttrId::dreq) return drop(port_index, DropReason::out_of_state);
+      break;
     case CepState::timewait:
       ++message_counters(port_index, hdr.attribute_id).duplicate;
       return drop(port_index, DropReason::duplicate);

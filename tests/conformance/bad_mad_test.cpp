@@ -261,7 +261,7 @@ const Row kExpected[] = {
     {EndpointState::established_active,  "-     O O O A R:rtu O A      O A O O"},
     {EndpointState::established_passive, "D     O O O A O     D A      O A O O"},
     {EndpointState::dreq_sent,           "-     O O O A O     O A      A O O O"},
-    {EndpointState::dreq_rcvd,           "D     O O O O O     O D      A O O O"},
+    {EndpointState::dreq_rcvd,           "D     O O O O O     O D      O O O O"},  // DREP: no DREQ of ours crossed
     {EndpointState::timewait,            "-     O O O O O     O R:drep D O O O"},
     {EndpointState::sidr_req_sent,       "-     O O O O O     O O      O O O A"},
     {EndpointState::sidr_req_rcvd,       "-     O O O O O     O O      O O O O"},

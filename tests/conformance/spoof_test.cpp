@@ -257,7 +257,17 @@ TEST(Spoof, Dreq) {
                                     {S::established_passive}, {S::dreq_sent}, {S::timewait}});
 }
 
-TEST(Spoof, Drep) { expect_spoofs_dropped(Msg::drep, {{S::dreq_sent}, {S::dreq_rcvd}}); }
+TEST(Spoof, Drep) { expect_spoofs_dropped(Msg::drep, {{S::dreq_sent}}); }
+
+// In dreq_rcvd a DREP answers only a DREQ of ours that crossed the peer's
+// (Release.DreqCollisionIsAnsweredByBothSidesAndBothTimeWait): without one it answers nothing here,
+// and a server's DREP to a DREQ forged on our port naming a connection it forgot would otherwise
+// end ours.
+TEST(Spoof, ADrepInDreqRcvdWithoutADreqOfOursIsDropped) {
+  SpoofCell cell;
+  cell.reach({S::dreq_rcvd});
+  EXPECT_EQ(cell.inject(Msg::drep, Forgery::none), "drop:out_of_state");
+}
 
 TEST(Spoof, Lap) { expect_spoofs_dropped(Msg::lap, {{S::established_active}, {S::established_passive}}); }
 

@@ -559,13 +559,14 @@ class Input {
         if (eps_[i].side != target_side) continue;
         // A destroyed endpoint's state moved on unseen: only its identity counts.
         const Lid req_source = eps_[i].req_source;
+        // Any endpoint the MAD names, not only the one it was built for: a mutated field may
+        // name another.
+        const bool named = names(c, req_source, decoded.message, source, matching_);
         may[i] = claims_stale(c, req_source, decoded.message, source, matching_) ||
-                 (i == target &&
-                  (eps_[i].destroyed
-                       ? names(c, req_source, decoded.message, source, matching_)
-                       : may_change_by_name(c, req_source, decoded.message, source, matching_)));
-        answers[i] =
-            may[i] || (i == target && names(c, req_source, decoded.message, source, matching_));
+                 (eps_[i].destroyed
+                      ? named
+                      : may_change_by_name(c, req_source, decoded.message, source, matching_));
+        answers[i] = may[i] || named;
       }
     }
 
