@@ -78,6 +78,9 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
 
   // A retransmitted REQ: answer with what we already sent, if anything (12.9.8.1).
   if (Cep* dup = dup_reqs_.find({req.local_comm_id, req.local_ca_guid})) {
+    // Only from where the REQ came: a copy from elsewhere would make us resend our answer to the
+    // peer, whose reply to an answer it no longer expects can end the connection.
+    if (const std::optional<DropReason> why = address_mismatch(*dup, buf.packet.addr)) return drop(port_index, *why);
     ++message_counters(port_index, hdr.attribute_id).duplicate;
     switch (dup->state) {
       case CepState::mra_req_sent:

@@ -356,6 +356,24 @@ TEST(Spoof, RejWithoutSenderIdCountsOnlyFromTheReqDestination) {
   }
 }
 
+// A retransmitted REQ is answered again (12.9.8.1) only when it comes from where the REQ came:
+// a copy from elsewhere would make the passive side resend its MRA or REP to the peer.
+TEST(Spoof, ARetransmittedReqCountsOnlyFromItsSender) {
+  for (const S state : {S::mra_req_sent, S::rep_sent, S::mra_rep_rcvd}) {
+    for (const Forgery f : {Forgery::none, Forgery::source, Forgery::pkey, Forgery::port}) {
+      SCOPED_TRACE(std::string(fastcm::test::label(state)) + ", forged " + std::string(label(f)));
+      SpoofCell cell;
+      cell.reach({state});
+      const std::string moved = cell.inject(Msg::req_again, f);
+      if (f == Forgery::none) {
+        EXPECT_NE(moved.find("sent"), std::string::npos) << moved;
+      } else {
+        EXPECT_EQ(moved, "drop:" + std::string(to_string(*reason_of(f))));
+      }
+    }
+  }
+}
+
 // A REQ is rejected only by the side that received it, a REP likewise: a REJ of what the endpoint
 // itself sent is about another connection, even from its peer's address (the server's answer to a
 // REP forged in the client endpoint's name, sent back to the client's port, is one).
