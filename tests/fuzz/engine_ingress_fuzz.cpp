@@ -9,7 +9,8 @@
 //    that endpoint's whole identity and may change it in its state (connection_identity.h), or
 //    claims its remote QP connected again; the target engine handles the MAD alone first, so a
 //    change is pinned on the MAD before any answer travels. Answers that follow may change only
-//    the other end of an endpoint that changed (or could have);
+//    the other end of an endpoint that changed (or could have), or the endpoint the MAD was sent
+//    in the name of from its own port (no one on the fabric can tell that MAD from its own);
 //  - an injected REQ or SIDR_REQ is the only MAD that creates an endpoint;
 //  - an API call changes only its endpoint and that endpoint's peer;
 //  - every event names an endpoint the script knows (made by create_id or announced by an event);
@@ -601,8 +602,23 @@ class Input {
     rig_.settle();
     const std::vector<bool> then = look();
     if (matching_ == Matching::ours_only) return;
+    // A MAD from an endpoint's own port in its name (its comm ID as the sender's) is, for anyone
+    // on the fabric, that endpoint's own: the answers to it may reach the endpoint.
+    const std::optional<std::uint32_t> sender_comm_id =
+        well_formed ? std::visit(
+                          []<typename M>(const M& m) -> std::optional<std::uint32_t> {
+                            if constexpr (requires { m.local_comm_id; }) return m.local_comm_id;
+                            if constexpr (requires { m.request_id; }) return m.request_id;
+                            return std::nullopt;
+                          },
+                          decoded.message)
+                    : std::nullopt;
+    const auto in_its_name = [&](std::size_t i) {
+      return sender_comm_id && *sender_comm_id == eps_[i].info.local_comm_id &&
+             rig_.port(eps_[i].side).lid == source.lid;
+    };
     for (std::size_t i = 0; i < may.size(); ++i) {
-      bool cause = may[i] || first[i];
+      bool cause = may[i] || first[i] || in_its_name(i);
       for (std::size_t j = 0; j < may.size() && !cause; ++j) {
         cause = connected(i, j) && (answers[j] || first[j]);
       }
