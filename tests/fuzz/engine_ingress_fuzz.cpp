@@ -199,10 +199,14 @@ class Input {
   // It names that endpoint's comm ID, and its CA GUID or, when `req_from` is known, comes from its
   // port: the CA GUID a REQ claims is not checked, so one forged on the endpoint's port with
   // another GUID makes the server answer that endpoint all the same.
-  void link_peer(std::size_t passive, std::optional<Lid> req_from = std::nullopt) {
+  // `their_id`: the sender's comm ID the REQ or SIDR_REQ named, when known (connection_info has no
+  // SIDR request ID).
+  void link_peer(std::size_t passive, std::optional<Lid> req_from = std::nullopt,
+                 std::optional<std::uint32_t> their_id = std::nullopt) {
     const ConnectionInfo& info = eps_[passive].info;
+    const std::uint32_t named = their_id.value_or(info.remote_comm_id);
     for (std::size_t i = 0; i < eps_.size(); ++i) {
-      if (i == passive || eps_[i].destroyed || eps_[i].id.comm_id() != info.remote_comm_id) continue;
+      if (i == passive || eps_[i].destroyed || eps_[i].id.comm_id() != named) continue;
       const PortAttr& port = rig_.port(eps_[i].side);
       if (info.remote_ca_guid == port.node_guid || req_from == port.lid) {
         eps_[i].peer = passive;
@@ -539,6 +543,16 @@ class Input {
 
     mad::DecodedMad decoded;
     const bool well_formed = mad::decode(bytes, decoded).ok();
+    // The comm ID the MAD names as its sender's (a SIDR_REQ's request ID), if any.
+    const std::optional<std::uint32_t> sender_comm_id =
+        well_formed ? std::visit(
+                          []<typename M>(const M& m) -> std::optional<std::uint32_t> {
+                            if constexpr (requires { m.local_comm_id; }) return m.local_comm_id;
+                            if constexpr (requires { m.request_id; }) return m.request_id;
+                            return std::nullopt;
+                          },
+                          decoded.message)
+                    : std::nullopt;
     // Which endpoints this MAD may change, judged on their state and IDs before it arrives, and
     // which it may make answer (it names their whole identity: in a state it cannot change, the
     // answer to a duplicate, such as a DREP from time-wait, still reaches the peer).
@@ -585,7 +599,7 @@ class Input {
     // Made by this REQ, whatever peer link_peer guessed from the IDs it names.
     for (std::size_t i = eps_.size() - created; i < eps_.size(); ++i) {
       eps_[i].req_source = source.lid;
-      link_peer(i, source.lid);
+      link_peer(i, source.lid, sender_comm_id);
     }
     const bool creates = well_formed && (std::holds_alternative<mad::Req>(decoded.message) ||
                                          std::holds_alternative<mad::SidrReq>(decoded.message));
@@ -604,15 +618,6 @@ class Input {
     if (matching_ == Matching::ours_only) return;
     // A MAD from an endpoint's own port in its name (its comm ID as the sender's) is, for anyone
     // on the fabric, that endpoint's own: the answers to it may reach the endpoint.
-    const std::optional<std::uint32_t> sender_comm_id =
-        well_formed ? std::visit(
-                          []<typename M>(const M& m) -> std::optional<std::uint32_t> {
-                            if constexpr (requires { m.local_comm_id; }) return m.local_comm_id;
-                            if constexpr (requires { m.request_id; }) return m.request_id;
-                            return std::nullopt;
-                          },
-                          decoded.message)
-                    : std::nullopt;
     const auto in_its_name = [&](std::size_t i) {
       return sender_comm_id && *sender_comm_id == eps_[i].info.local_comm_id &&
              rig_.port(eps_[i].side).lid == source.lid;
