@@ -184,6 +184,10 @@ void print_table(std::ostream& out, const Report& r) {
     out << "  faults: loss " << o.loss_pct << "%, dup " << o.dup_pct << "%, reorder "
         << o.reorder_pct << "% (seed " << o.seed << ")\n";
   }
+  if (o.contend > 0) {
+    out << "  contended: " << o.contend << " CPU-bound processes beside the storm, "
+        << printf_string("%.2f", r.contenders_cpu_s) << " CPU-seconds of theirs\n";
+  }
   row("attempted", grouped(r.count(Count::attempted)));
   row("established", grouped(r.count(Count::established)));
   row("rejected", grouped(r.count(Count::rejected)));
@@ -316,6 +320,7 @@ nlohmann::json to_json(const Report& r) {
   j["window"] = o.window;
   j["mode"] = to_string(o.mode);
   j["disconnect"] = o.disconnect;
+  j["contend"] = {{"processes", o.contend}, {"cpu_s", r.contenders_cpu_s}};
   j["private_data"] = o.private_data;
   j["connections_limit"] = o.connection_limit() == std::numeric_limits<std::uint64_t>::max()
                                ? nlohmann::json(nullptr)
