@@ -1,7 +1,8 @@
 // A fixed-size array whose elements start as zero bytes, in anonymous memory the kernel maps on
-// first touch. Per-slot arrays are sized for a shard's whole endpoint table (with slack for uneven
-// hashing), but a storm of N connections writes only the slots it uses: with these arrays the
-// engine's resident memory follows the endpoints in use, not the configured capacity.
+// first touch (arrays under kHeapBytes: zeroed heap memory). Per-slot arrays are sized for a
+// shard's whole endpoint table (with slack for uneven hashing), but a storm of N connections writes
+// only the slots it uses: with these arrays the engine's resident memory follows the endpoints in
+// use, not the configured capacity.
 //
 // Only for element types whose all-zero bytes are a valid initial value: trivially copyable and
 // destructible types (so implicit-lifetime: the mapping creates them), whose zero bytes read as 0,
@@ -14,6 +15,7 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <new>
 #include <type_traits>
 
@@ -23,16 +25,33 @@ template <typename T>
   requires std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>
 class DemandZeroArray {
  public:
-  // Throws std::bad_alloc when the address space cannot be reserved.
+  // Below this size the array comes from the heap (calloc). calloc clears memory it recycles from
+  // the heap, touching every page, which a mapping of a large table must not do; for a few pages
+  // that costs less than the mapping itself, whose munmap interrupts every CPU the process ran on
+  // to flush its TLB (engines with small tables, made and destroyed by the thousand in tests and
+  // the fuzz harness, spent a quarter of their time there). glibc's own mmap threshold.
+  static constexpr std::size_t kHeapBytes = std::size_t{128} << 10;
+
+  // Throws std::bad_alloc when the memory cannot be reserved.
   explicit DemandZeroArray(std::size_t size) : size_(size), bytes_(size * sizeof(T)) {
     if (bytes_ == 0) return;
-    // mmap, not calloc: calloc clears memory it recycles from the heap, touching every page.
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    data_ = static_cast<T*>(p);  // mmap implicitly creates the (implicit-lifetime) elements
+    void* p = nullptr;
+    if (bytes_ < kHeapBytes) {
+      p = std::calloc(bytes_, 1);
+      if (p == nullptr) throw std::bad_alloc();
+    } else {
+      p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+    }
+    data_ = static_cast<T*>(p);  // calloc and mmap implicitly create the (implicit-lifetime) elements
   }
   ~DemandZeroArray() {
-    if (data_ != nullptr) munmap(data_, bytes_);
+    if (data_ == nullptr) return;
+    if (bytes_ < kHeapBytes) {
+      std::free(data_);
+    } else {
+      munmap(data_, bytes_);
+    }
   }
   DemandZeroArray(const DemandZeroArray&) = delete;
   DemandZeroArray& operator=(const DemandZeroArray&) = delete;

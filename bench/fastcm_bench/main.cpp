@@ -21,6 +21,7 @@
 
 #include "bench/fastcm_bench/acceptor.h"
 #include "bench/fastcm_bench/fabric_choice.h"
+#include "bench/fastcm_bench/contenders.h"
 #include "bench/fastcm_bench/flood.h"
 #include "bench/fastcm_bench/leak_check.h"
 #include "bench/fastcm_bench/number_text.h"
@@ -146,6 +147,7 @@ int run_storm(const Options& options, std::unique_ptr<Fabric> fabric) {
   Progress progress(::isatty(STDERR_FILENO) != 0, options.connection_limit(), options.duration_s);
   std::optional<Flood> flood;  // destroyed after the teardown: see run_flood
   std::optional<RecoveryProbe> probe;
+  Contenders contenders(options.contend);
   if (rig.has_flood()) {
     flood.emplace(rig, options);
     probe.emplace(rig, storm.req_template(0));
@@ -154,6 +156,7 @@ int run_storm(const Options& options, std::unique_ptr<Fabric> fabric) {
   } else {
     report.run = storm.run(progress);
   }
+  report.contenders_cpu_s = contenders.stop();
   report.rss_storm_end = resident_bytes();
   report.counters = rig.counters();
   report.latency = storm.latency().summary();

@@ -102,7 +102,7 @@ std::string check_combination(const CLI::App& app, const Options& o) {
   }
   if (o.role == Role::server) {
     if (const std::string n =
-            first_given({"--window", "--disconnect", "--cm-timeout", "--plot",
+            first_given({"--window", "--disconnect", "--cm-timeout", "--plot", "--contend",
                          "--target-lid", "--target-gid", "--target-ip", "--source-ip"});
         !n.empty()) {
       return n + " applies to the storm's client side (--role client or both), not to --role "
@@ -271,6 +271,10 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
   app.add_option("--flood-seconds", o.flood_seconds, "how long --flood-rate floods")
       ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
+  app.add_option("--contend", o.contend,
+                 "CPU-bound child processes (at this tool's nice value) running while the storm "
+                 "runs, to measure it on shared cores")
+      ->check(CLI::Range(0, 256));
   app.add_flag("--json", o.json, "print one JSON object instead of the table");
   app.add_option("--plot", o.plot_path,
                  "draw the rate over time and the latency CDF into this SVG file (gnuplot)");

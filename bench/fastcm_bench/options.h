@@ -96,6 +96,9 @@ struct Options {
   double flood_rate = 0;
   double flood_seconds = 10;
   BacklogPolicy backlog_policy = BacklogPolicy::reject;  // of the listen
+  // --contend: CPU-bound child processes running while the storm (and the flood) run
+  // (contenders.h); 0: none.
+  std::uint32_t contend = 0;
 
   // Connections the run may open at most: `connections`, except with --duration and
   // --disconnect without --connections, where it is unbounded (each connection ends before the

@@ -44,6 +44,7 @@ struct Report {
   std::uint64_t counts[static_cast<std::size_t>(Count::count_)] = {};
   double create_wall_s = 0;  // both engines and the listen: every table and pool is allocated
   double create_cpu_s = 0;   // and touched here
+  double contenders_cpu_s = 0;  // --contend: the CPU time the contenders took (Contenders::stop)
   StormRun run;
   RigCounters counters;  // at the end of the storm, before the teardown
   RigCounters counters_after_teardown;  // the whole run

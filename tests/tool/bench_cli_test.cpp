@@ -97,6 +97,19 @@ TEST(FastcmBenchCli, ClientAndServerOptionsStayOnTheirSide) {
   expect_usage_error({"--target-gid", "::1"}, "--target-gid addresses another process's listen");
 }
 
+TEST(FastcmBenchCli, ContendersRunBesideTheStormAndAreReaped) {
+  expect_usage_error({"--fabric", "udp", "--address", "127.0.0.1", "--role", "server", "--contend", "1"},
+                     "--contend applies to the storm's client side");
+  const ToolRun run = run_bench({"--connections", "3000", "--ports", "1", "--contend", "2", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["contend"]["processes"], 2);
+  // The storm ran with them: they took CPU time, and they were reaped (getrusage counts a child
+  // only once waited for).
+  EXPECT_GT(j["contend"]["cpu_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["established"], 3000);
+}
+
 TEST(FastcmBenchCli, AFabricThatCannotBeOpenedEndsTheRunWithItsReason) {
   // 192.0.2.1 (TEST-NET-1) is no address of this machine.
   const ToolRun run = run_bench({"--fabric", "udp", "--address", "192.0.2.1", "--role", "server"});
