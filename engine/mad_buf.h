@@ -40,7 +40,7 @@ enum class MadAccount : std::uint8_t {
   receive,  // the pollers' buffers and received MADs on their way: bounded by their queues
   sent,     // a MAD an endpoint sent and keeps to send again
   kept,     // a received MAD kept after its handling (by an endpoint, an event, the application)
-  answer,   // a MAD sent and released at once (REJ, DREP, ... to a MAD of no endpoint)
+  answer,   // a MAD released once sent (REJ, DREP, ... to a MAD of no endpoint)
 };
 
 class MadPool {

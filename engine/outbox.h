@@ -3,6 +3,7 @@
 // on its thread).
 #pragma once
 
+#include "engine/mad/mad_header.h"
 #include "engine/mad_buf.h"
 #include "fastcm/engine.h"
 #include "fastcm/event.h"
@@ -13,6 +14,12 @@ class EventQueue;
 
 namespace fastcm::engine {
 
+// What a sent MAD counts in its port's MessageCounters once the fabric has accepted it.
+struct SendTally {
+  mad::AttrId attr = mad::AttrId::class_port_info;
+  bool retry = false;  // MessageCounters::retried; else sent
+};
+
 class Outbox {
  public:
   Outbox() = default;
@@ -20,10 +27,15 @@ class Outbox {
   Outbox& operator=(const Outbox&) = delete;
   virtual ~Outbox() = default;
 
-  // Sends buf's MAD from port buf.packet.addr.port_index to buf.packet.addr. The fabric copies
-  // it: the caller keeps its reference. Returns false when the port's send path refused it (the
-  // caller counts it; a retransmission timer, where one runs, will try again).
-  virtual bool send(const MadBuf& buf) noexcept = 0;
+  // Queues buf's MAD to go from port buf.packet.addr.port_index to buf.packet.addr, taking a
+  // reference on buf until the fabric has copied it: the sends of a batch of input go out per port
+  // in one Fabric::send_burst, by the time the batch (or the API call made outside one) ends. The
+  // caller keeps its own reference, and must not write into buf while the outbox holds it (a kept
+  // MAD with more than one reference is not written over). Once the fabric accepted the MAD the
+  // outbox counts `tally` (Protocol::count_accepted); a MAD the port's send path refused is
+  // counted nowhere, as it never went out (a retransmission timer, where one runs, sends it
+  // again). Never fails.
+  virtual void send(MadBuf& buf, SendTally tally) noexcept = 0;
 
   // Appends `event` to `queue`, taking a reference on `mad` (may be null) that poll's caller gives
   // back with Engine::release. Returns false, taking nothing, when the queue is full.

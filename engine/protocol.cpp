@@ -246,8 +246,8 @@ std::optional<mad::AttrId> Protocol::sent_attr(const Cep& cep) noexcept {
 }
 
 void Protocol::resend(Cep& cep) noexcept {
-  if (cep.sent == nullptr || !env_.outbox.send(*cep.sent)) return;
-  if (const auto attr = sent_attr(cep)) ++message_counters(cep.peer.port_index, *attr).retried;
+  // Every kept MAD is one this shard encoded, so its header decodes.
+  if (const auto attr = sent_attr(cep)) env_.outbox.send(*cep.sent, SendTally{.attr = *attr, .retry = true});
 }
 
 void Protocol::resend_rtu(Cep& cep) noexcept {
@@ -255,9 +255,7 @@ void Protocol::resend_rtu(Cep& cep) noexcept {
   mad::Rtu rtu;
   rtu.local_comm_id = cep.local_comm_id;
   rtu.remote_comm_id = cep.remote_comm_id;
-  if (send_unkept(cep.peer, mad::cm_header(mad::Method::send, mad::AttrId::rtu, cep.transaction_id), rtu)) {
-    ++message_counters(cep.peer.port_index, mad::AttrId::rtu).retried;
-  }
+  send_unkept(cep.peer, mad::cm_header(mad::Method::send, mad::AttrId::rtu, cep.transaction_id), rtu, true);
 }
 
 void Protocol::settle_established(Cep& cep) noexcept {
@@ -275,8 +273,10 @@ void Protocol::settle_established(Cep& cep) noexcept {
   }
 }
 
-void Protocol::count_sent(std::uint16_t port_index, mad::AttrId attr) noexcept {
-  ++message_counters(port_index, attr).sent;
+void Protocol::count_accepted(std::uint16_t port_index, SendTally tally) noexcept {
+  if (port_index >= env_.ports.size()) return;
+  MessageCounters& c = message_counters(port_index, tally.attr);
+  ++(tally.retry ? c.retried : c.sent);
 }
 
 void Protocol::drop(std::uint16_t port_index, DropReason why) noexcept {

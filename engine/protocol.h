@@ -120,6 +120,8 @@ class Protocol {
   [[nodiscard]] std::span<const PortCounters> all_counters() const noexcept {
     return {counters_.get(), env_.ports.size()};
   }
+  // Counts a MAD the fabric accepted from port `port_index` (Outbox::send).
+  void count_accepted(std::uint16_t port_index, SendTally tally) noexcept;
   // Whether a callback for `id` is running on this thread right now (destroy_sync cannot wait for
   // its own caller).
   [[nodiscard]] bool in_callback_of(Id id) const noexcept {
@@ -170,9 +172,9 @@ class Protocol {
   void send_reply(const MadAddress& to, std::uint64_t tid, const M& msg) noexcept;
   template <mad::CmMessage M>
   void send_reply(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept;
-  // send_reply's work without the count: whether the MAD went out.
+  // send_reply's work, the MAD counted as a retransmission when `retry`.
   template <mad::CmMessage M>
-  bool send_unkept(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept;
+  void send_unkept(const MadAddress& to, const mad::MadHeader& hdr, const M& msg, bool retry) noexcept;
   // Whether `buf` repeats `kept` byte for byte (a retransmission; the TID's upper half may differ,
   // see mad::tid_cm_part). False when `kept` is null.
   [[nodiscard]] static bool repeats(const MadBuf* kept, const MadBuf& buf) noexcept;
@@ -187,7 +189,6 @@ class Protocol {
   void settle_established(Cep& cep) noexcept;
   // The attribute of cep.sent, if any.
   [[nodiscard]] static std::optional<mad::AttrId> sent_attr(const Cep& cep) noexcept;
-  void count_sent(std::uint16_t port_index, mad::AttrId attr) noexcept;
   void drop(std::uint16_t port_index, DropReason why) noexcept;
   MessageCounters& message_counters(std::uint16_t port_index, mad::AttrId attr) noexcept;
 
@@ -316,7 +317,7 @@ inline bool Protocol::send_and_keep(Cep& cep, const M& msg) noexcept {
   }
   if (!overwrite) release(env_.pool, cep.sent);
   cep.sent = buf;
-  if (env_.outbox.send(*buf)) count_sent(cep.peer.port_index, mad::WireLayout<M>::kAttr);
+  env_.outbox.send(*buf, SendTally{.attr = mad::WireLayout<M>::kAttr});
   return true;
 }
 
@@ -327,16 +328,17 @@ inline void Protocol::send_reply(const MadAddress& to, std::uint64_t tid, const 
 
 template <mad::CmMessage M>
 inline void Protocol::send_reply(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept {
-  if (send_unkept(to, hdr, msg)) count_sent(to.port_index, mad::WireLayout<M>::kAttr);
+  send_unkept(to, hdr, msg, false);
 }
 
 template <mad::CmMessage M>
-inline bool Protocol::send_unkept(const MadAddress& to, const mad::MadHeader& hdr, const M& msg) noexcept {
+inline void Protocol::send_unkept(const MadAddress& to, const mad::MadHeader& hdr, const M& msg, bool retry) noexcept {
   MadBuf* buf = new_mad(to, MadAccount::answer);
-  if (buf == nullptr) return false;
-  const bool sent = mad::encode(hdr, msg, mad::MadSpan(buf->packet.mad)).ok() && env_.outbox.send(*buf);
+  if (buf == nullptr) return;
+  if (mad::encode(hdr, msg, mad::MadSpan(buf->packet.mad)).ok()) {
+    env_.outbox.send(*buf, SendTally{.attr = mad::WireLayout<M>::kAttr, .retry = retry});
+  }
   release(env_.pool, buf);
-  return sent;
 }
 
 inline bool Protocol::repeats(const MadBuf* kept, const MadBuf& buf) noexcept {

@@ -9,6 +9,7 @@
 #include "shards/listen_registry.h"
 #include "shards/port_poller.h"
 #include "shards/remote_qpn_registry.h"
+#include "shards/send_batch.h"
 #include "shards/shard.h"
 #include "shards/shard_inbox.h"
 
@@ -32,15 +33,16 @@ constexpr std::uint64_t half_open_source_slots(std::uint64_t max_endpoints) {
 }
 
 // MAD buffers beyond EngineConfig::mad_buffers (the handshake part, engine.h):
-// - the answer reserve: answers are sent and released at once by the shard's thread, one at a
-//   time; a few spare cover a shard's burst of them;
+// - the answer reserve: answers wait in the shard's send batch until it is flushed, at most
+//   SendBatch::kCapacity of them, plus the one being written;
 // - the receive reserve: the pollers' spare bursts and every shard's inbox full of MADs, so the
 //   pollers always find a buffer to receive into, whatever the protocol holds;
 // - with worker threads, what per-lcore mempool caches may strand (1.5 x cache per registered
-//   thread, mad_mempool.h). Worker caches of 256 pass buffers from a poller (gets) to a shard
-//   (puts) through the pool's ring once per 256 to 384 MADs instead of once per 32 to 48. With the
-//   caller's thread the pool owns its one cache, which every get reaches: nothing is stranded.
-constexpr std::uint64_t kAnswersPerShard = 4;
+//   thread, mad_mempool.h: the shards' workers and one more). Worker caches of 256 pass buffers
+//   from a worker that received them (gets) to the one whose shard handles them (puts) through the
+//   pool's ring once per 256 to 384 MADs instead of once per 32 to 48. With the caller's thread
+//   the pool owns its one cache, which every get reaches: nothing is stranded.
+constexpr std::uint64_t kAnswersPerShard = SendBatch::kCapacity + 1;
 // Each half of a shard's share keeps room for a handshake beside the admission headroom
 // (mempool/mad_accounts.h).
 constexpr std::uint64_t kMinMadBuffersPerShard = 8;
@@ -52,7 +54,7 @@ std::uint64_t pool_cache(const EngineConfig& config) {
 }
 constexpr std::uint64_t pool_capacity(std::uint64_t mad_buffers, std::uint64_t shards, std::uint64_t shard_inbox,
                                       std::uint64_t ports, bool workers) {
-  const std::uint64_t stranded = workers ? (shards + ports + 1) * (kWorkerPoolCache * 3 / 2) : 0;
+  const std::uint64_t stranded = workers ? (shards + 1) * (kWorkerPoolCache * 3 / 2) : 0;
   return mad_buffers + shards * kAnswersPerShard + ports * PortPoller::kBurst + shards * shard_inbox + stranded;
 }
 // Within the limits check_config() enforces, the pool stays below rte_mempool's (its ring holds

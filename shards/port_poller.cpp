@@ -1,12 +1,5 @@
 #include "shards/port_poller.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-#include <system_error>
-#include <thread>
-
 #include "shards/shard.h"
 
 namespace fastcm::shards {
@@ -20,23 +13,14 @@ std::uint32_t spread(std::uint64_t origin, std::uint32_t id, std::uint32_t shard
   return static_cast<std::uint32_t>(((mixed >> 32) * shards) >> 32);
 }
 
-// The sleep of a port without an rx event fd: what a MAD arriving on an idle port may wait, far
-// below any CM timeout (4.096 µs · 2^t, tens of milliseconds and more in practice), for about a
-// thousand wake-ups a second instead of a busy core.
-constexpr int kNoRxFdSleepMs = 1;
-
 }  // namespace
 
 PortPoller::PortPoller(Fabric& fabric, std::uint16_t port_index, engine::MadPool& pool, ShardSet& shards,
-                       engine::CidLayout layout)
-    : fabric_(fabric), port_index_(port_index), pool_(pool), shards_(shards), layout_(layout),
-      stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-  if (stop_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
-}
+                       engine::CidLayout layout) noexcept
+    : fabric_(fabric), port_index_(port_index), pool_(pool), shards_(shards), layout_(layout) {}
 
 PortPoller::~PortPoller() {
   for (std::size_t i = 0; i < spares_ready_; ++i) engine::release(pool_, spares_[i]);
-  ::close(stop_fd_);
 }
 
 void PortPoller::refill() noexcept {
@@ -63,7 +47,7 @@ std::uint32_t PortPoller::shard_for(const engine::RoutingKey& key) const noexcep
   return port_index_ % shards;
 }
 
-std::size_t PortPoller::poll_once() noexcept {
+std::size_t PortPoller::poll_once(Shard* local) noexcept {
   refill();
   if (spares_ready_ == 0) return 0;
   std::array<MadPacket*, kBurst> packets;
@@ -90,12 +74,14 @@ std::size_t PortPoller::poll_once() noexcept {
     }
     by_shard[shard][counts[shard]++] = buf;
   }
+  const std::uint32_t here = local != nullptr ? local->index() : shards;
   for (std::uint32_t s = 0; s < shards; ++s) {
-    if (counts[s] == 0) continue;
+    if (counts[s] == 0 || s == here) continue;
     const std::span<engine::MadBuf* const> burst(by_shard[s].data(), counts[s]);
     const std::size_t posted = shards_.shard(s).post_mads(burst, false);
     for (std::size_t i = posted; i < burst.size(); ++i) engine::release(pool_, burst[i]);
     if (posted < burst.size()) inbox_full_.fetch_add(burst.size() - posted, std::memory_order_relaxed);
+    if (local != nullptr) forwarded_.fetch_add(posted, std::memory_order_relaxed);
   }
   // The filled buffers now belong to the shards; the unfilled ones move to the front, and the
   // spares are made whole before any shard handles this burst (from the receive reserve, which the
@@ -103,35 +89,8 @@ std::size_t PortPoller::poll_once() noexcept {
   for (std::size_t i = n; i < spares_ready_; ++i) spares_[i - n] = spares_[i];
   spares_ready_ -= n;
   refill();
+  if (here < shards && counts[here] != 0) local->handle_received({by_shard[here].data(), counts[here]});
   return n;
-}
-
-void PortPoller::run(unsigned idle_spins) noexcept {
-  unsigned idle = 0;
-  while (!stop_requested_.load(std::memory_order_acquire)) {  // pairs: stop()'s store
-    if (poll_once() != 0) {
-      idle = 0;
-      continue;
-    }
-    if (++idle < idle_spins) {
-      std::this_thread::yield();
-      continue;
-    }
-    idle = 0;
-    if (!fabric_.arm_rx_event(port_index_)) continue;
-    // A port without an rx event fd (fastcm/fabric.h) is polled again after a bounded sleep.
-    // poll() ignores the negative fd and waits on the stop fd alone.
-    const int rx_fd = fabric_.rx_event_fd(port_index_);
-    std::array<pollfd, 2> fds{pollfd{.fd = rx_fd, .events = POLLIN, .revents = 0},
-                              pollfd{.fd = stop_fd_, .events = POLLIN, .revents = 0}};
-    (void)::poll(fds.data(), fds.size(), rx_fd < 0 ? kNoRxFdSleepMs : -1);
-  }
-}
-
-void PortPoller::stop() noexcept {
-  stop_requested_.store(true, std::memory_order_release);  // pairs: run()'s load
-  const std::uint64_t one = 1;
-  (void)!::write(stop_fd_, &one, sizeof one);
 }
 
 }  // namespace fastcm::shards

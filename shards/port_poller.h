@@ -1,9 +1,10 @@
 // The receive side of one port: takes received MADs off the fabric into pooled buffers, reads
-// each one's routing key and hands it to the owning shard's inbox (routing by comm ID
-// or, for a REQ, by its routing key). It knows routing keys, not message layouts (engine/routing_key.h reads them).
+// each one's routing key and hands it to the shard that owns it: the MADs of the polling worker's
+// own shard are handled there and then (run to completion), the others cross to their shard's
+// inbox. It knows routing keys, not message layouts (engine/routing_key.h reads them).
 //
-// Thread contract: poll_once() and run() on the port's poller thread (or progress()'s caller),
-// one at a time; inbox_full_drops() and stop() from any thread.
+// Thread contract: poll_once() on the port's worker (the thread of the shard that owns the port,
+// or progress()'s caller), one at a time; inbox_full_drops() and forwarded() from any thread.
 #pragma once
 
 #include <array>
@@ -17,30 +18,32 @@
 
 namespace fastcm::shards {
 
+class Shard;
 class ShardSet;
 
 class PortPoller {
  public:
   static constexpr std::size_t kBurst = 32;
 
-  // Throws std::system_error when its stop eventfd cannot be created.
   PortPoller(Fabric& fabric, std::uint16_t port_index, engine::MadPool& pool, ShardSet& shards,
-             engine::CidLayout layout);
+             engine::CidLayout layout) noexcept;
   ~PortPoller();
   PortPoller(const PortPoller&) = delete;
   PortPoller& operator=(const PortPoller&) = delete;
 
-  // Receives one burst and routes it; returns how many MADs it received.
-  std::size_t poll_once() noexcept;
-  // The poller thread's loop until stop(): bursts, spinning `idle_spins` empty polls (yielding),
-  // then sleeping on the fabric's rx event until MADs arrive (on a port without an rx event fd:
-  // for a millisecond, then polling again).
-  void run(unsigned idle_spins) noexcept;
-  void stop() noexcept;
+  // Receives one burst and routes it; returns how many MADs it received. The MADs of `local` (the
+  // calling worker's shard; null for a caller-driven engine, whose shards run after the pollers)
+  // are handed to local->handle_received() last, once the burst's other MADs are posted.
+  std::size_t poll_once(Shard* local) noexcept;
+  [[nodiscard]] std::uint16_t port_index() const noexcept { return port_index_; }
 
   // MADs dropped because their shard's inbox was full.
   [[nodiscard]] std::uint64_t inbox_full_drops() const noexcept {
     return inbox_full_.load(std::memory_order_relaxed);  // a statistic: no ordering needed
+  }
+  // MADs a worker received for another shard and posted to its inbox (a thread crossing).
+  [[nodiscard]] std::uint64_t forwarded() const noexcept {
+    return forwarded_.load(std::memory_order_relaxed);  // a statistic: no ordering needed
   }
 
  private:
@@ -56,9 +59,8 @@ class PortPoller {
   // pool round trip (the inline driver paid 32 gets and puts per empty poll).
   std::array<engine::MadBuf*, kBurst> spares_{};
   std::size_t spares_ready_ = 0;
-  std::atomic<std::uint64_t> inbox_full_{0};    // written by the poller only
-  std::atomic<bool> stop_requested_{false};     // release by stop(), acquire by run()
-  int stop_fd_ = -1;
+  std::atomic<std::uint64_t> inbox_full_{0};  // written by the polling thread only
+  std::atomic<std::uint64_t> forwarded_{0};   // written by the polling thread only
 };
 
 }  // namespace fastcm::shards

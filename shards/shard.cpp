@@ -21,6 +21,13 @@ constexpr std::size_t kBurst = 32;
 // coming under a flood.
 constexpr int kBurstsPerBatch = 8;
 constexpr std::uint64_t kRetryReclaimNs = 1'000'000;
+// The sleep of a worker polling a port without an rx event fd: what a MAD arriving on an idle port
+// may wait, far below any CM timeout (4.096 µs · 2^t, tens of milliseconds and more in practice),
+// for about a thousand wake-ups a second instead of a busy core.
+constexpr std::uint64_t kNoRxFdSleepNs = 1'000'000;
+// The port fds one sleep watches; a worker owning more ports (shards < ports / 16) looks at the
+// rest every kNoRxFdSleepNs.
+constexpr std::size_t kMaxSleepPorts = 16;
 
 thread_local const Shard* tls_worker_shard = nullptr;
 
@@ -46,6 +53,11 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
                                     .shard = env.index,
                                     .layout = env.layout,
                                     .max_endpoints = env.endpoints}),
+      sends_(env.fabric, env.pool,
+             [](void* protocol, std::uint16_t port, engine::SendTally tally) noexcept {
+               static_cast<engine::Protocol*>(protocol)->count_accepted(port, tally);
+             },
+             &protocol_),
       inbox_(static_cast<std::uint32_t>(inbox_capacity(env.config.shard_inbox, env.endpoints)), env.index),
       retired_(env.epoch, static_cast<std::uint32_t>(retire_capacity(env.endpoints)), defer_queue_name(env.index),
                false),
@@ -69,6 +81,8 @@ Shard::~Shard() {
   }
 }
 
+void Shard::add_port(PortPoller& poller) { ports_.push_back(&poller); }
+
 bool Shard::owned_by_caller() const noexcept { return set_.caller_driven() || tls_worker_shard == this; }
 
 bool Shard::on_worker_thread() noexcept { return tls_worker_shard != nullptr; }
@@ -78,14 +92,18 @@ bool Shard::on_worker_thread() noexcept { return tls_worker_shard != nullptr; }
 std::size_t Shard::run_batch() noexcept {
   std::array<void*, kBurst> items;
   std::size_t work = 0;
+  in_batch_ = true;
   protocol_.begin_batch();  // ended by on_timers() below
+  for (PortPoller* port : ports_) work += port->poll_once(this);
   for (int burst = 0; burst < kBurstsPerBatch; ++burst) {
     const std::size_t n = inbox_.dequeue_burst(items);
     if (n == 0) break;
-    return_credits(handle_all(std::span<void* const>(items.data(), n)));
+    handle_all(std::span<void* const>(items.data(), n));
     work += n;
   }
   work += protocol_.on_timers();
+  sends_.flush();
+  in_batch_ = false;
   // Nothing of the listen snapshot (or any retired object) is held past this point.
   env_.epoch.quiescent(env_.index);
   work += retired_.reclaim() + env_.listen_retired.reclaim();
@@ -100,29 +118,42 @@ bool Shard::has_queued_work() const noexcept {
          retired_.pending() > 0 || env_.listen_retired.pending() > 0;
 }
 
-void Shard::return_credits(std::int64_t mads) noexcept {
-  // Per burst, not per batch: a batch holds up to kBurstsPerBatch bursts of room otherwise.
+template <typename MadAt, typename Handle>
+void Shard::in_prefetched_order(std::size_t n, MadAt mad_at, Handle handle) noexcept {
+  constexpr std::size_t kPrefetchAhead = 4;
+  const auto prefetch = [&](std::size_t i) {
+    if (const engine::MadBuf* mad = mad_at(i)) protocol_.prefetch(*mad);
+  };
+  for (std::size_t i = 0; i < std::min(kPrefetchAhead, n); ++i) prefetch(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) prefetch(i + kPrefetchAhead);
+    handle(i);
+  }
+}
+
+void Shard::handle_all(std::span<void* const> items) noexcept {
+  std::int64_t mads = 0;
+  in_prefetched_order(
+      items.size(),
+      [&](std::size_t i) {
+        const auto word = reinterpret_cast<std::uintptr_t>(items[i]);
+        return (word & kTagMask) == kMad ? reinterpret_cast<const engine::MadBuf*>(word) : nullptr;
+      },
+      [&](std::size_t i) {
+        const auto tag = reinterpret_cast<std::uintptr_t>(items[i]) & kTagMask;
+        if (tag == kMad || tag == kMadChain) ++mads;
+        handle(items[i]);
+      });
+  // Per burst: the answers go out while the next burst is handled, and the credits come back
+  // (per batch, a batch would hold up to kBurstsPerBatch bursts of room).
+  sends_.flush();
   if (mads > 0) mad_credits_.fetch_add(mads, std::memory_order_relaxed);
 }
 
-std::int64_t Shard::handle_all(std::span<void* const> items) noexcept {
-  // MADs a few items ahead are prefetched (Protocol::prefetch), so a REQ's index miss overlaps the
-  // handling of the items before it.
-  constexpr std::size_t kPrefetchAhead = 4;
-  const auto prefetch = [&](void* item) {
-    if ((reinterpret_cast<std::uintptr_t>(item) & kTagMask) == kMad) {
-      protocol_.prefetch(*static_cast<const engine::MadBuf*>(item));
-    }
-  };
-  for (std::size_t i = 0; i < std::min(kPrefetchAhead, items.size()); ++i) prefetch(items[i]);
-  std::int64_t mads = 0;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i + kPrefetchAhead < items.size()) prefetch(items[i + kPrefetchAhead]);
-    const auto tag = reinterpret_cast<std::uintptr_t>(items[i]) & kTagMask;
-    if (tag == kMad || tag == kMadChain) ++mads;
-    handle(items[i]);
-  }
-  return mads;
+void Shard::handle_received(std::span<engine::MadBuf* const> mads) noexcept {
+  in_prefetched_order(
+      mads.size(), [&](std::size_t i) { return mads[i]; }, [&](std::size_t i) { deliver(mads[i]); });
+  sends_.flush();
 }
 
 void Shard::run_worker() noexcept {
@@ -144,7 +175,7 @@ void Shard::run_worker() noexcept {
     env_.epoch.offline(env_.index);
     const std::size_t n = sleep(items);
     env_.epoch.online(env_.index);
-    if (n > 0) return_credits(handle_all(std::span<void* const>(items.data(), n)));
+    if (n > 0) handle_all(std::span<void* const>(items.data(), n));
   }
   env_.epoch.offline(env_.index);
   tls_worker_shard = nullptr;
@@ -153,11 +184,30 @@ void Shard::run_worker() noexcept {
 std::size_t Shard::sleep(std::span<void*> out) noexcept {
   const std::size_t n = inbox_.arm(out);
   if (n > 0) return n;
-  pollfd fd{.fd = inbox_.event_fd(), .events = POLLIN, .revents = 0};
+  // The inbox and every owned port with an rx event fd. A port without one (fastcm/fabric.h), or
+  // beyond the ports one sleep watches, is polled again after a bounded sleep instead, unarmed:
+  // arming it would only say whether MADs wait, at the price of a call into the fabric (under
+  // ibsim's umad2sim an interposed poll) on every sleep of a worker that API calls wake again and
+  // again.
+  std::array<pollfd, 1 + kMaxSleepPorts> fds;
+  fds[0] = pollfd{.fd = inbox_.event_fd(), .events = POLLIN, .revents = 0};
+  std::size_t watched = 1;
   std::optional<std::uint64_t> wait_ns;
+  for (PortPoller* port : ports_) {
+    const int fd = env_.fabric.rx_event_fd(port->port_index());
+    if (fd < 0 || watched == fds.size()) {
+      wait_ns = kNoRxFdSleepNs;
+      continue;
+    }
+    if (!env_.fabric.arm_rx_event(port->port_index())) {  // MADs are waiting: do not sleep
+      inbox_.disarm();
+      return 0;
+    }
+    fds[watched++] = pollfd{.fd = fd, .events = POLLIN, .revents = 0};
+  }
   if (const std::optional<std::uint64_t> next = protocol_.next_timer_ns()) {
     const std::uint64_t now = env_.clock.now_ns();
-    wait_ns = *next > now ? *next - now : 0;
+    wait_ns = std::min(wait_ns.value_or(UINT64_MAX), *next > now ? *next - now : 0);
   }
   // Deferred on_destroyed calls wait for the other shards' quiescent points, which nobody
   // announces: look again soon rather than sleep on them.
@@ -165,9 +215,9 @@ std::size_t Shard::sleep(std::span<void*> out) noexcept {
   if (wait_ns) {
     const timespec limit{.tv_sec = static_cast<std::time_t>(*wait_ns / 1'000'000'000),
                          .tv_nsec = static_cast<long>(*wait_ns % 1'000'000'000)};
-    (void)::ppoll(&fd, 1, &limit, nullptr);
+    (void)::ppoll(fds.data(), watched, &limit, nullptr);
   } else {
-    (void)::ppoll(&fd, 1, nullptr, nullptr);
+    (void)::ppoll(fds.data(), watched, nullptr, nullptr);
   }
   inbox_.disarm();
   return 0;
@@ -305,11 +355,6 @@ void Shard::counters(std::span<PortCounters> out) const noexcept {
 
 // ---- engine::Outbox ------------------------------------------------------------------------------
 
-bool Shard::send(const engine::MadBuf& buf) noexcept {
-  const MadPacket* packet = &buf.packet;
-  return env_.fabric.send_burst(buf.packet.addr.port_index, std::span<const MadPacket* const>(&packet, 1)) == 1;
-}
-
 bool Shard::enqueue(EventQueue& queue, const Event& event, engine::MadBuf* mad) noexcept {
   return static_cast<MpscEventQueue&>(queue).push(event, mad);
 }
@@ -324,7 +369,9 @@ void Shard::notify_stale(Id stale, engine::MadBuf& cause) noexcept {
   // One thread runs every shard when the caller drives them: tell the owner directly (it is not
   // inside a handler: only this shard is).
   if (owner == env_.index || set_.caller_driven()) {
-    set_.shard(owner).protocol_.on_stale(cause);
+    Shard& shard = set_.shard(owner);
+    shard.protocol_.on_stale(cause);
+    shard.end_direct_call();
   } else {
     set_.shard(owner).post_stale(cause);
   }

@@ -1,9 +1,11 @@
 // One shard of the engine: a Protocol (its endpoints, timers and indexes), the inbox that feeds
 // it, and the loop that runs it — on its own worker thread, or inside Engine::progress() for an
-// engine driven by its caller.
+// engine driven by its caller. A worker also polls the ports its shard owns (port_poller.h): it
+// handles the MADs of its own shard at once and posts the others to their shards' inboxes.
 //
 // Inbox items are tagged words (the inbox never looks inside them):
-//   MAD        a received MAD routed here by a port poller (the item owns one reference)
+//   MAD        a received MAD routed here by another shard's worker, or by progress() (the item
+//              owns one reference)
 //   MAD_CHAIN  a MAD no single shard can be named for (RoutingKey::any_shard): offered to shard 0,
 //              then passed along until a shard claims it; the last one handles it regardless
 //   COMMAND    a Command on an API thread's stack; that thread waits for `done`
@@ -22,6 +24,7 @@
 #include <memory>
 #include <span>
 #include <thread>
+#include <vector>
 
 #include "engine/cid.h"
 #include "engine/demand_zero_array.h"
@@ -31,6 +34,8 @@
 #include "mempool/mad_mempool.h"
 #include "shards/counter_snapshot.h"
 #include "shards/epoch.h"
+#include "shards/port_poller.h"
+#include "shards/send_batch.h"
 #include "shards/shard_inbox.h"
 
 namespace fastcm::shards {
@@ -82,10 +87,17 @@ class Shard final : private engine::Outbox {
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
 
+  // Gives the worker `poller`'s port to poll (each port has one owner). Before the worker starts.
+  void add_port(PortPoller& poller);
+
   // ---- the shard's thread ------------------------------------------------------------------
-  // One batch: everything queued in the inbox, then the due timers; then a quiescent state, due
-  // deferred work and the counter snapshot. Returns how much it handled (0: idle).
+  // One batch: a burst from each port the shard owns, everything queued in the inbox, then the due
+  // timers; then a quiescent state, due deferred work and the counter snapshot. Returns how much
+  // it handled (0: idle).
   std::size_t run_batch() noexcept;
+  // Handles MADs received for this shard by its own worker (PortPoller::poll_once), taking over
+  // one reference on each.
+  void handle_received(std::span<engine::MadBuf* const> mads) noexcept;
   // Whether run_batch() would find something besides timers: queued MADs, or deferred calls
   // waiting for a quiescent point. Lets a caller-driven engine skip an idle shard (with its epoch
   // round trip) after checking its timers itself. Thread contract: the driving thread of a
@@ -97,13 +109,19 @@ class Shard final : private engine::Outbox {
     return Level{.now = inbox_.size(), .high_water = inbox_.high_water(), .limit = inbox_.capacity()};
   }
   // The worker thread's loop until stop(): batches, spinning briefly when idle, then sleeping on
-  // the inbox eventfd until work or the next timer.
+  // the inbox eventfd and its ports' rx event fds until work or the next timer.
   void run_worker() noexcept;
   [[nodiscard]] engine::Protocol& protocol() noexcept { return protocol_; }
   [[nodiscard]] const engine::Protocol& protocol() const noexcept { return protocol_; }
   // Whether the calling thread may touch this shard's Protocol directly: it is the shard's worker,
   // or the engine is driven by its caller.
   [[nodiscard]] bool owned_by_caller() const noexcept;
+  // Ends an API call that the owning thread ran on protocol() directly: outside a batch (an
+  // application thread of a caller-driven engine, or a callback of another shard's batch) it sends
+  // what the call queued; inside this shard's batch the batch sends it.
+  void end_direct_call() noexcept {
+    if (!in_batch_) sends_.flush();
+  }
 
   // ---- any thread ----------------------------------------------------------------------------
   // Queues received MADs (with RoutingKey::any_shard when `chain`); returns how many were taken.
@@ -136,7 +154,7 @@ class Shard final : private engine::Outbox {
   };
 
   // engine::Outbox
-  bool send(const engine::MadBuf& buf) noexcept override;
+  void send(engine::MadBuf& buf, engine::SendTally tally) noexcept override { sends_.add(buf, tally); }
   bool enqueue(EventQueue& queue, const Event& event, engine::MadBuf* mad) noexcept override;
   [[nodiscard]] bool queue_full(const EventQueue& queue) const noexcept override;
   void notify_stale(Id stale, engine::MadBuf& cause) noexcept override;
@@ -151,17 +169,22 @@ class Shard final : private engine::Outbox {
   // Posts a control item (never a MAD), yielding while the inbox is full: control items are
   // bounded by the endpoints and waiting callers, and the shard drains without waiting on anyone.
   void post_control(void* item) noexcept;
-  // Handles dequeued items; returns how many were MADs (their inbox credits go back per batch).
-  std::int64_t handle_all(std::span<void* const> items) noexcept;
-  void return_credits(std::int64_t mads) noexcept;
-  // Sleeps on the inbox eventfd until an item arrives or the next timer is due; returns the items
-  // arm() found instead of sleeping (moved into `out`).
+  // Handles dequeued items, sends what they queued and returns the MADs' inbox credits.
+  void handle_all(std::span<void* const> items) noexcept;
+  // Sleeps until an inbox item or a MAD on an owned port arrives, or the next timer is due; returns
+  // the items arm() found instead of sleeping (moved into `out`).
   std::size_t sleep(std::span<void*> out) noexcept;
+  // Prefetches the MADs a few ahead (Protocol::prefetch) while `handle(i)` runs for each index, so
+  // a REQ's index miss overlaps the handling of the MADs before it.
+  template <typename MadAt, typename Handle>
+  void in_prefetched_order(std::size_t n, MadAt mad_at, Handle handle) noexcept;
 
   ShardEnv env_;
   ShardSet& set_;
   engine::Protocol protocol_;
+  SendBatch sends_;  // after protocol_, which it counts into
   ShardInbox inbox_;
+  std::vector<PortPoller*> ports_;  // the ports this shard's worker polls (workers threading)
   DeferQueue retired_;     // on_destroyed calls waiting for a grace period
   CounterSnapshot snapshot_;
   engine::DemandZeroArray<PendingDestroy> pending_destroys_;  // per slot, written by the detaching thread
@@ -172,6 +195,7 @@ class Shard final : private engine::Outbox {
   // by the shard's thread, read by any (a statistic: relaxed).
   std::unique_ptr<std::atomic<std::uint64_t>[]> unkept_drops_;
   bool stopping_ = false;  // set by stop()'s command: the shard's thread only
+  bool in_batch_ = false;  // run_batch() is running: the shard's thread only
 };
 
 // The shards of one engine, for routing between them.

@@ -1,4 +1,4 @@
-// The inbox of one shard worker: a bounded MPSC queue of pointers (pooled MADs from port pollers,
+// The inbox of one shard worker: a bounded MPSC queue of pointers (pooled MADs from the workers,
 // command records from API threads) plus the eventfd an idle shard sleeps on.
 //
 // Thread contract, as in the names:

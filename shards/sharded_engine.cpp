@@ -124,13 +124,15 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     }
     for (std::uint16_t p = 0; p < fabric.ports().size(); ++p) {
       pollers_.push_back(std::make_unique<shards::PortPoller>(fabric, p, *pool_, static_cast<shards::ShardSet&>(*this), layout_));
+      // Port p's worker is shard p mod shards': the shard that MADs of no routing key go to
+      // (PortPoller::shard_for), so those never cross.
+      if (config.threading == Threading::workers) shards_[p % shards_.size()]->add_port(*pollers_.back());
     }
     if (config.threading == Threading::workers) start_threads();
   }
 
   ~ShardedEngine() override {
     if (!threads_.empty()) {
-      for (auto& poller : pollers_) poller->stop();
       for (auto& shard : shards_) shard->stop();  // after whatever was queued before
       for (auto& t : threads_) t.join();
     }
@@ -145,7 +147,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   std::size_t progress() override {
     if (config_.threading != Threading::caller) return 0;
     std::size_t work = 0;
-    for (auto& poller : pollers_) work += poller->poll_once();
+    for (auto& poller : pollers_) work += poller->poll_once(nullptr);
     std::optional<std::uint64_t> now;  // read once, and only if a shard has a timer armed
     for (auto& shard : shards_) {
       // An idle shard is skipped whole: the batch, its epoch round trip and its clock read.
@@ -248,7 +250,11 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     }
     Shard* shard = shard_of(id);
     if (shard == nullptr) return Status::stale_id;
-    if (shard->owned_by_caller()) return shard->protocol().destroy(id, on_destroyed, ctx);
+    if (shard->owned_by_caller()) {
+      const Status status = shard->protocol().destroy(id, on_destroyed, ctx);
+      shard->end_direct_call();
+      return status;
+    }
     if (!shard->protocol().table().try_detach_remote(id)) return Status::stale_id;
     shard->post_destroy(id, on_destroyed, ctx);
     return Status::ok;
@@ -331,6 +337,8 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
                                   .mad_sent = accounts_->level(s, engine::MadAccount::sent),
                                   .mad_kept = accounts_->level(s, engine::MadAccount::kept)};
     }
+    // A port's MADs are forwarded by the worker that polls it (the constructor's assignment).
+    for (std::size_t p = 0; p < pollers_.size(); ++p) out.shards[p % shards_.size()].forwarded += pollers_[p]->forwarded();
     const std::scoped_lock guard(queues_lock_);  // control path: beside queue creation only
     out.event_queues.clear();
     for (const auto& queue : queues_) out.event_queues.push_back(queue->level());
@@ -343,18 +351,12 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   bool caller_driven() const noexcept override { return config_.threading == Threading::caller; }
 
   void start_threads() {
-    // Each thread registers with DPDK for its own mempool cache (mad_mempool.h).
+    // One worker per shard, polling the ports add_port gave it. Each thread registers with DPDK for
+    // its own mempool cache (mad_mempool.h).
     for (auto& shard : shards_) {
       threads_.emplace_back([this, s = shard.get()] {
         const bool registered = runtime_->register_thread().ok();
         s->run_worker();
-        if (registered) runtime_->unregister_thread();
-      });
-    }
-    for (auto& poller : pollers_) {
-      threads_.emplace_back([this, p = poller.get()] {
-        const bool registered = runtime_->register_thread().ok();
-        p->run(config_.idle_spins);
         if (registered) runtime_->unregister_thread();
       });
     }
@@ -369,7 +371,11 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   // command the calling thread waits for; would_deadlock from another shard's callback.
   template <typename F>
   Status run_on(Shard& shard, F&& f) const {
-    if (shard.owned_by_caller()) return f(shard.protocol());
+    if (shard.owned_by_caller()) {
+      const Status status = f(shard.protocol());
+      shard.end_direct_call();
+      return status;
+    }
     if (Shard::on_worker_thread()) return Status::would_deadlock;
     struct Call : shards::Command {
       F* fn = nullptr;

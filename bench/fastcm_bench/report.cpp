@@ -235,6 +235,14 @@ void print_table(std::ostream& out, const Report& r) {
                                      " of REQs received");
   }
   row("shard balance, client", percent_list(r.counters.client.reqs_per_shard) + " of REQs sent");
+  if (const std::uint64_t established = r.count(Count::established); established > 0) {
+    const auto per_connection = [&](std::uint64_t n) {
+      return printf_string("%.2f", static_cast<double>(n) / static_cast<double>(established));
+    };
+    row("thread crossings", (both ? "server " + per_connection(r.counters.server.forwarded) + ", " : std::string()) +
+                                "client " + per_connection(r.counters.client.forwarded) +
+                                " per connection (MADs a worker passed to another shard's)");
+  }
   const std::uint64_t grown =
       r.rss_storm_end > r.rss_before_engines ? r.rss_storm_end - r.rss_before_engines : 0;
   const std::uint64_t at_creation = r.rss_engines_created > r.rss_before_engines
@@ -360,6 +368,7 @@ nlohmann::json to_json(const Report& r) {
                      {"measured", "REQ sent to REP received by the client"}};
   j["shard_reqs"] = {{"server_received", r.counters.server.reqs_per_shard},
                      {"client_sent", r.counters.client.reqs_per_shard}};
+  j["forwarded_mads"] = {{"server", r.counters.server.forwarded}, {"client", r.counters.client.forwarded}};
   const std::optional<double> per = r.bytes_per_connection();
   j["bytes_per_connection"] = per ? nlohmann::json(*per) : nlohmann::json(nullptr);
   j["memory"] = {{"rss_before_engines", r.rss_before_engines},

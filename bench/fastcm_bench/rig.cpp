@@ -228,6 +228,9 @@ EngineTotals Rig::totals(const Engine& engine, const Fabric& fabric, bool server
       t.reqs_per_shard[s] += server ? req.received : req.sent;
     }
   }
+  EngineLevels levels;
+  engine.levels(levels);
+  for (const ShardLevels& shard : levels.shards) t.forwarded += shard.forwarded;
   return t;
 }
 

@@ -47,6 +47,8 @@ struct EngineTotals {
   std::uint64_t duplicates = 0;     // retransmissions received
   std::array<std::uint64_t, kDropReasons> drops{};
   std::vector<std::uint64_t> reqs_per_shard;  // server: REQs received; client: REQs sent
+  // Received MADs a worker posted to another shard's inbox (ShardLevels::forwarded, all shards).
+  std::uint64_t forwarded = 0;
 };
 
 // Of the engines the role has; the other side's totals stay 0.

@@ -89,6 +89,10 @@ struct ShardLevels {
   Level inbox;
   Level mad_sent;
   Level mad_kept;
+  // MADs this shard's worker received on its ports for another shard and posted to that shard's
+  // inbox since the engine started: the received MADs that crossed threads (0 with
+  // Threading::caller, where one thread runs every shard).
+  std::uint64_t forwarded = 0;
 };
 
 struct PortCounters {

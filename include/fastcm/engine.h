@@ -2,10 +2,12 @@
 //
 // The engine runs EngineConfig::shards protocol shards: each owns the endpoints whose
 // IDs carry its shard bits, its timers and its indexes; received MADs are routed to their shard by
-// one poller per port. Two ways to run them (EngineConfig::threading):
+// their routing key. Two ways to run them (EngineConfig::threading):
 //
-// - Threading::workers: one thread per shard and one poller thread per port, started by create()
-//   and joined by the destructor; progress() does nothing. Every call may be made from any thread.
+// - Threading::workers: one worker thread per shard, started by create() and joined by the
+//   destructor; port p is polled by the worker of shard p mod shards, which handles its own
+//   shard's MADs and passes the others to their shard. progress() does nothing. Every call may be
+//   made from any thread.
 //   A call on an endpoint is executed by its shard and returns that shard's answer; from inside a
 //   callback it runs inline when the endpoint belongs to the callback's shard (always true for the
 //   endpoint the event is about) and returns Status::would_deadlock for another shard's endpoint,
@@ -107,12 +109,13 @@ struct EngineConfig {
   // step is written over the last), and received MADs kept after their handling (by the endpoint,
   // an event queue, or the application's retain()). mad_buffers_in_use() never exceeds it. The
   // engine holds two reserves apart, sized from the other fields: the receive reserve (32 per port
-  // for the pollers, shard_inbox per shard for MADs on their way), which nothing the protocol keeps
-  // can take, so receiving never starves; and the answer reserve (4 per shard) for answers sent and
-  // released at once (REJ, DREP, ... to MADs of no endpoint). When a shard's sent half is full, or
-  // its kept half is within 1/8 of full, new handshakes are refused (a REQ gets REJ "no resources"
-  // from the answer reserve, counted DropReason::no_resources); a received MAD finding no kept
-  // credit at all is dropped before handling (counted no_resources; the peer retries).
+  // for receiving bursts, shard_inbox per shard for MADs on their way), which nothing the protocol keeps
+  // can take, so receiving never starves; and the answer reserve (33 per shard: a batch's sends)
+  // for answers kept only until sent (REJ, DREP, ... to MADs of no endpoint). When a shard's sent
+  // half is full, or its kept half is within 1/8 of full, new handshakes are refused (a REQ gets
+  // REJ "no resources" from the answer reserve, counted DropReason::no_resources); a received MAD
+  // finding no kept credit at all is dropped before handling (counted no_resources; the peer
+  // retries).
   std::uint32_t mad_buffers = 1u << 14;
   // Automatic MRA: when the application has not answered a REQ (or a REP) within this fraction of
   // the peer's CM response timeout, the engine sends an MRA for it. 0 disables.
@@ -335,8 +338,8 @@ class Engine {
   // MADs kept for retransmission, received MADs kept by endpoints, events queued for poll or
   // retained (and the MAD a shard is handling, whose kept credit it takes first). 0 once no
   // endpoint is live and no event holds a MAD, so tests and tools can check for leaks. The
-  // reserves are not counted (the pollers' buffers, MADs waiting in inboxes, answers in flight).
-  // A snapshot, exact when the engine is idle. Threads: any. Blocks: no. Errors: none.
+  // reserves are not counted (the ports' receive buffers, MADs waiting in inboxes, answers in
+  // flight). A snapshot, exact when the engine is idle. Threads: any. Blocks: no. Errors: none.
   [[nodiscard]] virtual std::uint32_t mad_buffers_in_use() const = 0;
   // The port numbers, shards and resource levels (EngineLevels) into `out`, replacing its
   // contents. Each level is a snapshot, each high-water mark exact up to the moment it is read.
