@@ -22,7 +22,6 @@
 #include "bench/fastcm_bench/acceptor.h"
 #include "bench/fastcm_bench/contenders.h"
 #include "bench/fastcm_bench/fabric_choice.h"
-#include "bench/fastcm_bench/contenders.h"
 #include "bench/fastcm_bench/flood.h"
 #include "bench/fastcm_bench/leak_check.h"
 #include "bench/fastcm_bench/number_text.h"
