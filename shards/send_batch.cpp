@@ -11,6 +11,7 @@ void SendBatch::add(engine::MadBuf& buf, engine::SendTally tally) noexcept {
 }
 
 void SendBatch::flush() noexcept {
+  if (queued_ == 0) return;  // the common case: every burst and every idle batch ends in a flush
   // Ports in the order their first MAD was queued; a batch usually holds one or two.
   std::array<bool, kCapacity> taken{};
   std::array<const MadPacket*, kCapacity> packets;
