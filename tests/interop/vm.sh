@@ -144,13 +144,17 @@ vm_boot() {
   log "booting $name (QEMU pid $!, console: $dir/console.log)"
 }
 
-# Prints what a failed guest left: the end of its console and its job's log.
+# vm_show NAME [PHASE]: prints what a failed guest left: the end of its console and its job's log,
+# and PHASE's own output in the guest's run directory (its log and, for fastcm-bench, its JSON
+# report, about 140 lines, shown whole), which is where a failed phase says why.
 vm_show() {
-  local dir="$work_dir/$1" f
-  for f in qemu.log job.log console.log; do
+  local dir="$work_dir/$1" f lines
+  for f in qemu.log job.log console.log ${2:+"$2.log" "$2.err" "$2.json"}; do
     if [[ -s $dir/$f ]]; then
-      echo "---- $1/$f (last 40 lines)"
-      tail -n 40 "$dir/$f"
+      lines=40
+      [[ $f == "${2:-}".* ]] && lines=200
+      echo "---- $1/$f (last $lines lines)"
+      tail -n "$lines" "$dir/$f"
     fi
   done
 }
@@ -387,7 +391,7 @@ run_client_phase() {
   vm_signal "$client" "go-$phase"
   vm_wait_file "$client" "done-$phase" "$3"
   if [[ $(cat "$work_dir/$client/done-$phase") != 0 ]]; then
-    vm_show "$client"
+    vm_show "$client" "$phase"
     die "$phase: the client in $client did not do what it expected"
   fi
   log "$phase: $((SECONDS - t0)) s"
