@@ -11,8 +11,9 @@
 # CMAKE_INSTALL_INCLUDEDIR is otherwise still empty and the exported target names no headers.
 include(GNUInstallDirs)
 set(FASTCM_ARCHIVES fastcm fastcm_engine fastcm_mad fastcm_shards fastcm_mempool fastcm_dpdk_runtime
-  fastcm_owned_ring fastcm_loopback fastcm_capi fastcm_config fastcm_log fastcm_metrics fastcm_opened_fabrics
-  fastcm_fabric_umad fastcm_fabric_udp fastcm_roce_frame fastcm_pcap_tap)
+  fastcm_owned_ring fastcm_wakeup_fd fastcm_loopback fastcm_capi fastcm_config fastcm_log
+  fastcm_metrics fastcm_opened_fabrics fastcm_fabric_umad fastcm_fabric_udp fastcm_roce_frame
+  fastcm_pcap_tap)
 # Position-independent for the shared library. -fno-semantic-interposition keeps the optimizer's
 # inlining and direct calls inside the archives (nothing of them is interposed: the version
 # script exports only the API), so the static users see no -fPIC cost.
@@ -37,7 +38,7 @@ set_target_properties(fastcm_shared PROPERTIES
 # dependencies (DPDK, threads) come along as private link items.
 target_link_libraries(fastcm_shared PRIVATE
   "$<LINK_LIBRARY:WHOLE_ARCHIVE,fastcm,fastcm_loopback>"
-  fastcm_engine fastcm_mad fastcm_shards fastcm_mempool fastcm_dpdk_runtime fastcm_owned_ring
+  fastcm_engine fastcm_mad fastcm_shards fastcm_mempool fastcm_dpdk_runtime fastcm_owned_ring fastcm_wakeup_fd
   fastcm_fabric_umad fastcm_fabric_udp fastcm_roce_frame fastcm_pcap_tap PkgConfig::DPDK Threads::Threads)
 target_link_options(fastcm_shared PRIVATE
   -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/libfastcm.map -Wl,--no-undefined -Wl,--as-needed)

@@ -2,14 +2,10 @@
 
 #include <poll.h>
 #include <rte_ring.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <thread>
 
 #include "runtime/checked_capacity.h"
@@ -31,28 +27,12 @@ ShardInbox::ShardInbox(std::uint32_t capacity, std::uint32_t shard)
   // (partner: the HTS enqueue's release store of that tail) and stores its own tail with release
   // (partner: the enqueue's acquire load of the consumer tail before reusing a slot). The price
   // is one uncontended compare-and-swap per dequeue burst.
-  event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (event_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
 }
-
-ShardInbox::~ShardInbox() { ::close(event_fd_); }
 
 std::size_t ShardInbox::enqueue_burst(std::span<void* const> items) noexcept {
   const unsigned n = rte_ring_enqueue_burst(ring_.get(), items.data(),
                                             static_cast<unsigned>(items.size()), nullptr);
-  if (n == 0) return 0;
-  // Dekker's pattern with arm(): a seq_cst read-modify-write (a full barrier even when it fails)
-  // after the ring publication, partnered with arm()'s seq_cst store before its emptiness check.
-  // Either this producer sees kArmed or the consumer sees the items. (The ring's own tail accesses
-  // are release/acquire; what keeps the store-then-load order on both sides is that x86, the only
-  // target of the -march=corei7 DPDK build, compiles each seq_cst write here as a locked
-  // instruction, a full barrier.) Only the producer that moves
-  // kArmed to kSignalled writes the eventfd, so a sleeping shard costs one syscall in total.
-  std::uint32_t expected = kArmed;
-  if (wake_.compare_exchange_strong(expected, kSignalled, std::memory_order_seq_cst)) {
-    // Fails only when the counter would pass 2^64 - 2, and the fd is readable then anyway.
-    eventfd_write(event_fd_, 1);
-  }
+  if (n != 0) wake_.notify();  // after the ring's publication: wakeup_fd.h's protocol
   return n;
 }
 
@@ -68,24 +48,13 @@ std::size_t ShardInbox::dequeue_burst(std::span<void*> out) noexcept {
 std::uint32_t ShardInbox::size() const noexcept { return rte_ring_count(ring_.get()); }
 
 std::size_t ShardInbox::arm(std::span<void*> out) noexcept {
-  eventfd_t ignored = 0;
-  eventfd_read(event_fd_, &ignored);  // clears a past wake-up; EAGAIN when there was none
-  // seq_cst store, then the emptiness check: partner of the seq_cst compare-and-swap in
-  // enqueue_burst(). The check is a real dequeue, not rte_ring_empty(): the dequeue reads the
-  // producer tail with an atomic acquire load, rte_ring_empty() with a plain read that
-  // ThreadSanitizer reports as a race against the producers.
-  wake_.store(kArmed, std::memory_order_seq_cst);
+  wake_.arm();
+  // The check after arming is a real dequeue, not rte_ring_empty(): the dequeue reads the producer
+  // tail with an atomic acquire load, rte_ring_empty() with a plain read that ThreadSanitizer
+  // reports as a race against the producers.
   const std::size_t n = dequeue_burst(out);
-  // Not sleeping after all. A producer that already signalled left the fd readable: a spurious
-  // wake-up at worst, cleared by the next arm().
-  if (n != 0) disarm();
+  if (n != 0) wake_.disarm();  // not sleeping after all
   return n;
-}
-
-void ShardInbox::disarm() noexcept {
-  // Relaxed: the flag carries no data. Producers read it only to decide on an eventfd write, and
-  // a stale kArmed costs them one spurious write, never a lost item.
-  wake_.store(kIdle, std::memory_order_relaxed);
 }
 
 std::size_t ShardInbox::wait_burst(std::span<void*> out, unsigned idle_spins,
@@ -96,7 +65,7 @@ std::size_t ShardInbox::wait_burst(std::span<void*> out, unsigned idle_spins,
     std::this_thread::yield();  // lets a preempted producer on this core finish its enqueue
   }
   if (const std::size_t n = arm(out); n != 0) return n;
-  pollfd pfd{event_fd_, POLLIN, 0};
+  pollfd pfd{wake_.fd(), POLLIN, 0};
   ::poll(&pfd, 1, timeout_ms);  // timeout, EINTR and readiness all end in the dequeue below
   disarm();
   return dequeue_burst(out);

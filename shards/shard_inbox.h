@@ -10,8 +10,8 @@
 //
 // Idle protocol: the consumer spins briefly (yielding: measured on two shared cores, pure
 // spinning collapses when a producer is preempted), then arm()s and, when arm() finds
-// the ring still empty, sleeps on event_fd(). Only a producer that finds the consumer armed writes
-// the eventfd, so the hot path costs no syscall. wait_burst() runs the whole protocol; a shard
+// the ring still empty, sleeps on event_fd(): runtime/wakeup_fd.h's protocol, so only a producer
+// that finds the consumer armed writes the eventfd and the hot path costs no syscall. wait_burst() runs the whole protocol; a shard
 // that also waits on timers uses arm() / event_fd() / disarm() itself.
 //
 // Items are opaque pointers: the inbox never dereferences, owns or frees them. An item enqueued is
@@ -27,6 +27,7 @@
 #include <span>
 
 #include "runtime/owned_ring.h"
+#include "runtime/wakeup_fd.h"
 
 namespace fastcm::shards {
 
@@ -39,7 +40,6 @@ class ShardInbox {
   // std::system_error when the ring cannot be initialized or the eventfd cannot be created,
   // std::bad_alloc.
   ShardInbox(std::uint32_t capacity, std::uint32_t shard);
-  ~ShardInbox();
   ShardInbox(const ShardInbox&) = delete;
   ShardInbox& operator=(const ShardInbox&) = delete;
 
@@ -67,7 +67,7 @@ class ShardInbox {
 
   // Leaves the armed state after waking (or after deciding not to sleep for another reason, such
   // as a timer), so producers stop paying for wake-ups. Does not read the eventfd; arm() does.
-  void disarm() noexcept;
+  void disarm() noexcept { wake_.disarm(); }
 
   // The whole idle protocol: dequeue; if empty, retry up to `idle_spins` times with a yield
   // between tries, then arm() and, still empty, sleep in poll() on the eventfd for at most
@@ -86,19 +86,13 @@ class ShardInbox {
 
   // Readable when an armed consumer has been signalled. For a shard multiplexing it with other fds
   // (poll/epoll); the inbox owns it.
-  [[nodiscard]] int event_fd() const noexcept { return event_fd_; }
+  [[nodiscard]] int event_fd() const noexcept { return wake_.fd(); }
 
  private:
-  enum : std::uint32_t { kIdle, kArmed, kSignalled };
-
   std::uint32_t capacity_;
   // HTS on both sides; one consumer by contract (see the constructor for why not SC dequeue).
   runtime::OwnedRing ring_;
-  // The consumer's sleep state: kIdle -> kArmed by arm(); kArmed -> kSignalled by the one producer
-  // that writes the eventfd; back to kIdle by disarm() or a failed arm(). Its own cache line:
-  // producers read-modify-write it once per burst.
-  alignas(64) std::atomic<std::uint32_t> wake_{kIdle};
-  int event_fd_ = -1;
+  runtime::WakeupFd wake_;  // the consumer's sleep: arm() / disarm(), producers notify()
   std::atomic<std::uint32_t> high_water_{0};  // the consumer's; see dequeue_burst
 };
 

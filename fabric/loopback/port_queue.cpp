@@ -1,15 +1,11 @@
 #include "fabric/loopback/port_queue.h"
 
 #include <rte_ring.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
-#include <cerrno>
 #include <new>
 #include <string>
-#include <system_error>
 
 namespace fastcm::loopback {
 
@@ -26,11 +22,7 @@ PortQueue::PortQueue(std::uint32_t depth, std::uint32_t id)
             RING_F_EXACT_SZ | RING_F_SP_ENQ | RING_F_MC_HTS_DEQ) {
   for (std::uint32_t i = 0; i < depth; ++i) rte_ring_enqueue(free_.get(), &slots_[i]);
   held_.reserve(depth);
-  event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (event_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
 }
-
-PortQueue::~PortQueue() { ::close(event_fd_); }
 
 PortQueue::Slot* PortQueue::try_acquire() noexcept {
   void* obj = nullptr;
@@ -50,22 +42,8 @@ void PortQueue::publish(Slot* slot, std::uint64_t deliver_at_ns) noexcept {
   rte_ring_enqueue(rx_.get(), slot);
 }
 
-void PortQueue::notify() noexcept {
-  // A seq_cst read-modify-write (a full barrier, even when it fails) after the ring publication,
-  // paired with the seq_cst store in arm() before its emptiness check: Dekker's pattern, so either
-  // this sender sees kArmed or the consumer sees the MAD. Only the sender that moves kArmed to
-  // kSignalled writes the eventfd.
-  std::uint32_t expected = kArmed;
-  if (wake_.compare_exchange_strong(expected, kSignalled, std::memory_order_seq_cst)) {
-    // Fails only when the counter would pass 2^64 - 2; it is readable then anyway.
-    eventfd_write(event_fd_, 1);
-  }
-}
-
 bool PortQueue::arm() noexcept {
-  eventfd_t ignored = 0;
-  eventfd_read(event_fd_, &ignored);  // clears a past wake-up; EAGAIN when there was none
-  wake_.store(kArmed, std::memory_order_seq_cst);  // partner: notify()
+  wake_.arm();
   if (held_.empty()) {
     // The emptiness check is a dequeue, not rte_ring_empty(): the dequeue reads the producer tail
     // with an acquire load, rte_ring_empty() with a plain read that TSan reports as a race against
@@ -75,10 +53,7 @@ bool PortQueue::arm() noexcept {
     auto* slot = static_cast<Slot*>(obj);
     hold(slot, slot->state.load(std::memory_order_acquire));  // partner: publish()
   }
-  // Not sleeping after all. If a sender already signalled, that wake-up is spurious; the next
-  // arm() clears it.
-  std::uint32_t expected = kArmed;
-  wake_.compare_exchange_strong(expected, kIdle, std::memory_order_relaxed);
+  wake_.disarm();  // not sleeping after all
   return false;
 }
 

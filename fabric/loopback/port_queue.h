@@ -15,6 +15,7 @@
 #include "fastcm/clock.h"
 #include "fastcm/fabric.h"
 #include "runtime/owned_ring.h"
+#include "runtime/wakeup_fd.h"
 
 struct rte_ring;
 
@@ -42,7 +43,6 @@ class PortQueue {
   // `depth` slots (1..2^20); `id` names the rings. Throws std::system_error when the eventfd
   // cannot be created or a ring cannot be initialized, std::bad_alloc.
   PortQueue(std::uint32_t depth, std::uint32_t id);
-  ~PortQueue();
   PortQueue(const PortQueue&) = delete;
   PortQueue& operator=(const PortQueue&) = delete;
 
@@ -56,7 +56,7 @@ class PortQueue {
   void publish(Slot* slot, std::uint64_t deliver_at_ns) noexcept;
 
   // Wakes the consumer if it armed the eventfd; call after publishing (once per run of publishes).
-  void notify() noexcept;
+  void notify() noexcept { wake_.notify(); }
 
   // --- The consumer: one thread at a time.
 
@@ -79,7 +79,7 @@ class PortQueue {
   // or consumer runs; otherwise a value the count had at some instant.
   [[nodiscard]] std::size_t in_flight() const noexcept;
 
-  [[nodiscard]] int event_fd() const noexcept { return event_fd_; }
+  [[nodiscard]] int event_fd() const noexcept { return wake_.fd(); }
 
  private:
   static constexpr std::size_t kBurst = 32;  // ring entries moved per ring operation
@@ -103,17 +103,13 @@ class PortQueue {
   // Copies the MAD into `buf` and marks the slot free; the caller returns it to the free ring.
   static void copy_out(Slot* slot, MadPacket* buf) noexcept;
 
-  enum : std::uint32_t { kIdle, kArmed, kSignalled };
-
   std::uint32_t depth_;
   std::unique_ptr<Slot[]> slots_;
   runtime::OwnedRing rx_;    // filled slots: multi-producer (HTS), single-consumer
   runtime::OwnedRing free_;  // free slots: single-producer (the consumer), multi-consumer (HTS, senders)
   std::vector<Held> held_;  // consumer-only min-heap; capacity `depth` reserved, never exceeded
   std::uint64_t arrivals_ = 0;
-  // Wake-up state: the consumer arms it, the first sender to see it armed signals the eventfd.
-  alignas(64) std::atomic<std::uint32_t> wake_{kIdle};
-  int event_fd_ = -1;
+  runtime::WakeupFd wake_;  // the consumer arms it in arm(); senders notify()
 };
 
 }  // namespace fastcm::loopback
