@@ -72,11 +72,7 @@ Shard::~Shard() {
   std::array<void*, kBurst> items;
   while (const std::size_t n = inbox_.dequeue_burst(items)) {
     for (std::size_t i = 0; i < n; ++i) {
-      const auto word = reinterpret_cast<std::uintptr_t>(items[i]);
-      const std::uintptr_t tag = word & kTagMask;
-      if (tag == kMad || tag == kMadChain || tag == kStale) {
-        engine::release(env_.pool, reinterpret_cast<engine::MadBuf*>(word & ~kTagMask));
-      }
+      if (engine::MadBuf* mad = InboxItem::from_word(items[i]).mad()) engine::release(env_.pool, mad);
     }
   }
 }
@@ -136,13 +132,14 @@ void Shard::handle_all(std::span<void* const> items) noexcept {
   in_prefetched_order(
       items.size(),
       [&](std::size_t i) {
-        const auto word = reinterpret_cast<std::uintptr_t>(items[i]);
-        return (word & kTagMask) == kMad ? reinterpret_cast<const engine::MadBuf*>(word) : nullptr;
+        const InboxItem item = InboxItem::from_word(items[i]);
+        return item.kind() == InboxItem::Kind::mad ? item.mad() : nullptr;
       },
       [&](std::size_t i) {
-        const auto tag = reinterpret_cast<std::uintptr_t>(items[i]) & kTagMask;
-        if (tag == kMad || tag == kMadChain) ++mads;
-        handle(items[i]);
+        const InboxItem item = InboxItem::from_word(items[i]);
+        // Posted MADs hold inbox credits (post_mads); stale notices do not.
+        if (item.kind() == InboxItem::Kind::mad || item.kind() == InboxItem::Kind::mad_chain) ++mads;
+        handle(item);
       });
   // Per burst: the answers go out while the next burst is handled, and the credits come back
   // (per batch, a batch would hold up to kBurstsPerBatch bursts of room).
@@ -223,33 +220,29 @@ std::size_t Shard::sleep(std::span<void*> out) noexcept {
   return 0;
 }
 
-void Shard::handle(void* item) noexcept {
-  const auto word = reinterpret_cast<std::uintptr_t>(item);
-  const auto slot = static_cast<std::uint32_t>((word & 0xFFFF'FFFFu) >> 3);
-  const auto id_of_slot = [&](std::uint32_t gen) {
-    return Id::make(env_.layout.encode({env_.index, slot, gen}), gen);
-  };
-  switch (word & kTagMask) {
-    case kMad: deliver(reinterpret_cast<engine::MadBuf*>(word)); break;
-    case kMadChain: handle_chain(reinterpret_cast<engine::MadBuf*>(word & ~kTagMask)); break;
-    case kCommand: {
-      auto* cmd = reinterpret_cast<Command*>(word & ~kTagMask);
-      cmd->run(*cmd, protocol_);
-      set_and_wake(cmd->done);  // `cmd` may be gone from here on
+void Shard::handle(InboxItem item) noexcept {
+  switch (item.kind()) {
+    case InboxItem::Kind::mad: deliver(item.mad()); break;
+    case InboxItem::Kind::mad_chain: handle_chain(item.mad()); break;
+    case InboxItem::Kind::command: {
+      Command& cmd = item.command();
+      cmd.run(cmd, protocol_);
+      set_and_wake(cmd.done);  // `cmd` may be gone from here on
       break;
     }
-    case kDestroy: {
+    case InboxItem::Kind::destroy: {
+      const std::uint32_t slot = item.slot();
       const PendingDestroy pending = pending_destroys_[slot];
-      protocol_.destroy_detached(id_of_slot(pending.generation), pending.on_destroyed, pending.ctx);
+      const Id id = Id::make(env_.layout.encode({env_.index, slot, pending.generation}), pending.generation);
+      protocol_.destroy_detached(id, pending.on_destroyed, pending.ctx);
       break;
     }
-    case kStale: {
-      auto* cause = reinterpret_cast<engine::MadBuf*>(word & ~kTagMask);
+    case InboxItem::Kind::stale: {
+      engine::MadBuf* cause = item.mad();
       protocol_.on_stale(*cause);
       engine::release(env_.pool, cause);
       break;
     }
-    default: break;
   }
 }
 
@@ -295,9 +288,7 @@ std::size_t Shard::post_mads(std::span<engine::MadBuf* const> mads, bool chain) 
   std::size_t posted = 0;
   for (std::size_t i = 0; i < static_cast<std::size_t>(granted);) {
     const std::size_t n = std::min<std::size_t>(kBurst, static_cast<std::size_t>(granted) - i);
-    for (std::size_t k = 0; k < n; ++k) {
-      items[k] = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(mads[i + k]) | (chain ? kMadChain : kMad));
-    }
+    for (std::size_t k = 0; k < n; ++k) items[k] = InboxItem::mad(*mads[i + k], chain).word();
     const std::size_t taken = inbox_.enqueue_burst(std::span<void* const>(items.data(), n));
     posted += taken;
     i += n;
@@ -308,12 +299,12 @@ std::size_t Shard::post_mads(std::span<engine::MadBuf* const> mads, bool chain) 
   return posted;
 }
 
-void Shard::post_control(void* item) noexcept {
-  while (!inbox_.enqueue(item)) std::this_thread::yield();
+void Shard::post_control(InboxItem item) noexcept {
+  while (!inbox_.enqueue(item.word())) std::this_thread::yield();
 }
 
 void Shard::post_command(Command& cmd) noexcept {
-  post_control(reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(&cmd) | kCommand));
+  post_control(InboxItem::command(cmd));
   wait_until_set(cmd.done);
 }
 
@@ -322,12 +313,12 @@ void Shard::post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noe
   // Exclusively ours: the slot cannot be detached again before the shard handled this item
   // (cep_table.h, kDetachPending). The inbox's release/acquire publishes it with the item.
   pending_destroys_[slot] = PendingDestroy{on_destroyed, ctx, id.generation()};
-  post_control(reinterpret_cast<void*>(std::uintptr_t{slot} << 3 | kDestroy));
+  post_control(InboxItem::destroy(slot));
 }
 
 void Shard::post_stale(engine::MadBuf& cause) noexcept {
   engine::retain(cause);
-  post_control(reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(&cause) | kStale));
+  post_control(InboxItem::stale(cause));
 }
 
 void Shard::stop() noexcept {

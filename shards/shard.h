@@ -3,16 +3,8 @@
 // engine driven by its caller. A worker also polls the ports its shard owns (port_poller.h): it
 // handles the MADs of its own shard at once and posts the others to their shards' inboxes.
 //
-// Inbox items are tagged words (the inbox never looks inside them):
-//   MAD        a received MAD routed here by another shard's worker, or by progress() (the item
-//              owns one reference)
-//   MAD_CHAIN  a MAD no single shard can be named for (RoutingKey::any_shard): offered to shard 0,
-//              then passed along until a shard claims it; the last one handles it regardless
-//   COMMAND    a Command on an API thread's stack; that thread waits for `done`
-//   DESTROY    slot whose endpoint another thread detached (table().try_detach_remote); the
-//              on_destroyed call waits in the shard's per-slot array (one per slot at a time)
-//   STALE      the received REQ or REP by which another shard found an endpoint of this one stale
-//              (Outbox::notify_stale; the item owns one reference)
+// Its inbox carries MADs other workers routed here, API threads' commands, destroys and stale
+// notices (inbox_item.h).
 //
 // Thread contract: the shard's thread (the worker, or progress()'s caller) runs everything but
 // the producer side: post_mads, post_command, post_destroy and post_stale may be called from any
@@ -34,6 +26,7 @@
 #include "mempool/mad_mempool.h"
 #include "shards/counter_snapshot.h"
 #include "shards/epoch.h"
+#include "shards/inbox_item.h"
 #include "shards/port_poller.h"
 #include "shards/send_batch.h"
 #include "shards/shard_inbox.h"
@@ -48,6 +41,7 @@ struct Command {
   // 0 while pending; set by the shard after `run` returned (wait_word.h).
   std::atomic<std::uint32_t> done{0};
 };
+static_assert(alignof(Command) >= 8, "inbox_item.h tags a Command's address in its low 3 bits");
 
 struct ShardEnv {
   Fabric& fabric;
@@ -144,9 +138,6 @@ class Shard final : private engine::Outbox {
   void counters(std::span<PortCounters> out) const noexcept;
 
  private:
-  enum Tag : std::uintptr_t { kMad = 0, kMadChain = 1, kCommand = 2, kDestroy = 3, kStale = 4 };
-  static constexpr std::uintptr_t kTagMask = 7;
-
   struct PendingDestroy {
     Engine::DestroyedFn on_destroyed = nullptr;
     void* ctx = nullptr;
@@ -160,7 +151,7 @@ class Shard final : private engine::Outbox {
   void notify_stale(Id stale, engine::MadBuf& cause) noexcept override;
   void retire(Engine::DestroyedFn on_destroyed, void* ctx) noexcept override;
 
-  void handle(void* item) noexcept;
+  void handle(InboxItem item) noexcept;
   void handle_chain(engine::MadBuf* mad) noexcept;
   // Hands a received MAD to the protocol with a kept credit reserved for it, so that whatever keeps
   // it afterwards (the endpoint, an event, the application) stays within the handshake part; with
@@ -168,7 +159,7 @@ class Shard final : private engine::Outbox {
   void deliver(engine::MadBuf* mad) noexcept;
   // Posts a control item (never a MAD), yielding while the inbox is full: control items are
   // bounded by the endpoints and waiting callers, and the shard drains without waiting on anyone.
-  void post_control(void* item) noexcept;
+  void post_control(InboxItem item) noexcept;
   // Handles dequeued items, sends what they queued and returns the MADs' inbox credits.
   void handle_all(std::span<void* const> items) noexcept;
   // Sleeps until an inbox item or a MAD on an owned port arrives, or the next timer is due; returns
