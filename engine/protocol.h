@@ -97,7 +97,7 @@ class Protocol {
   Status establish(Id id) noexcept;
   // Destroy on the shard's own thread (also from a callback): detaches and abandons the endpoint.
   Status destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
-  // The shard's part of a destroy another thread started by winning table().try_detach_remote(id):
+  // The shard's part of a destroy another thread started by winning CepTable::try_detach_remote(id):
   // abandons the endpoint if it is still live, then retires on_destroyed.
   void destroy_detached(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
   // A received REQ or REP (`cause`, Outbox::notify_stale) claims the remote QP of an endpoint of

@@ -308,12 +308,14 @@ void Shard::post_command(Command& cmd) noexcept {
   wait_until_set(cmd.done);
 }
 
-void Shard::post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {
+Status Shard::post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {
+  if (!protocol_.table().try_detach_remote(id)) return Status::stale_id;
   const std::uint32_t slot = env_.layout.decode(id.comm_id()).slot;
   // Exclusively ours: the slot cannot be detached again before the shard handled this item
   // (cep_table.h, kDetachPending). The inbox's release/acquire publishes it with the item.
   pending_destroys_[slot] = PendingDestroy{on_destroyed, ctx, id.generation()};
   post_control(InboxItem::destroy(slot));
+  return Status::ok;
 }
 
 void Shard::post_stale(engine::MadBuf& cause) noexcept {

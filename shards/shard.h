@@ -123,8 +123,13 @@ class Shard final : private engine::Outbox {
   std::size_t post_mads(std::span<engine::MadBuf* const> mads, bool chain) noexcept;
   // Runs `cmd` on the shard and returns once it ran. Never call from a shard thread.
   void post_command(Command& cmd) noexcept;
-  // The shard's part of a destroy whose detach the caller won. Never fails.
-  void post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
+  // A destroy from a thread that is not the shard's: detaches `id` at once (so that nothing about
+  // it reaches the application after this returns) and posts the rest to the shard, which calls
+  // on_destroyed after its grace period. Status::stale_id when the endpoint is gone or another
+  // destroy of it won the detach; Status::ok otherwise.
+  [[nodiscard]] Status post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
+  // Whether `id` names a live endpoint of this shard that no destroy has detached (a snapshot).
+  [[nodiscard]] bool attached(Id id) const noexcept { return protocol_.table().attached(id); }
   // Asks the shard to judge `cause` and disconnect the endpoint it finds stale (see
   // Protocol::on_stale); takes a reference on `cause`. Never fails.
   void post_stale(engine::MadBuf& cause) noexcept;

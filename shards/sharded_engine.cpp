@@ -255,9 +255,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
       shard->end_direct_call();
       return status;
     }
-    if (!shard->protocol().table().try_detach_remote(id)) return Status::stale_id;
-    shard->post_destroy(id, on_destroyed, ctx);
-    return Status::ok;
+    return shard->post_destroy(id, on_destroyed, ctx);
   }
 
   Status destroy_sync(Id id) override {
@@ -295,7 +293,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
       const std::size_t end = kept + got;
       for (std::size_t i = kept; i < end; ++i) {
         const Shard* shard = shard_of(events[i].id);
-        if (shard != nullptr && shard->protocol().table().attached(events[i].id)) {
+        if (shard != nullptr && shard->attached(events[i].id)) {
           events[kept++] = events[i];
         } else {
           release(events[i]);
