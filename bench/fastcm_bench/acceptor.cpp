@@ -189,7 +189,7 @@ std::uint64_t Acceptor::destroy_outside_storm() {
   std::uint64_t destroyed = 0;
   Engine& server = rig_.server();
   accepted_->for_each([&](Id id) {
-    if (server.destroy(id) == Status::ok) ++destroyed;
+    if (rig_.destroy(server, id) == Status::ok) ++destroyed;
   });
   return destroyed;
 }
@@ -200,7 +200,7 @@ Teardown Acceptor::tear_down() {
   Engine& server = rig_.server();
   (void)server.destroy_sync(listen_id_);
   accepted_->for_each([&](Id id) {
-    if (server.destroy(id) == Status::ok) ++t.destroyed;
+    if (rig_.destroy(server, id) == Status::ok) ++t.destroyed;
   });
   t.drained = rig_.wait_drained(kDrainDeadline);
   t.wall_s = seconds_since(start);

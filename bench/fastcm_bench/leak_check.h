@@ -28,7 +28,8 @@ struct LeakCheck {
                                                   std::chrono::steady_clock::duration timewait);
 
 // MADs the rig's engines still hold, and the endpoints create_id can no longer give on each
-// (waiting out time-wait up to rig.timewait_bound()). Main thread, after the teardown.
+// (waiting up to rig.timewait_bound() for MADs a peer sent late and for time-wait to end). Main
+// thread, after the teardown.
 [[nodiscard]] LeakCheck check_leaks(Rig& rig, const RigSizing& sizing, std::uint32_t shards);
 
 }  // namespace fastcm::bench

@@ -66,7 +66,7 @@ Recovery RecoveryProbe::run(SteadyTime::time_point flood_end) {
 }
 
 void RecoveryProbe::tear_down() {
-  for (std::uint64_t a = 0; a < attempts_; ++a) (void)rig_.client().destroy(Id{ids_[a]});
+  for (std::uint64_t a = 0; a < attempts_; ++a) (void)rig_.destroy(rig_.client(), Id{ids_[a]});
 }
 
 }  // namespace fastcm::bench

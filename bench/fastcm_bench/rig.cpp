@@ -274,8 +274,23 @@ std::uint64_t Rig::fabric_drops() const {
   return n;
 }
 
+Status Rig::destroy(Engine& engine, Id id) {
+  const auto handled = [](void* counter) {
+    // Release: partner of drained()'s acquire load; the shard's work for the destroy (the DREQ
+    // it keeps) happens-before a drain that counts it handled.
+    static_cast<std::atomic<std::uint64_t>*>(counter)->fetch_add(1, std::memory_order_release);
+  };
+  // Counted before the call, whose handler may run before it returns: handled never passes issued.
+  destroys_issued_.fetch_add(1, std::memory_order_relaxed);
+  const Status s = engine.destroy(id, handled, &destroys_handled_);
+  if (s != Status::ok) destroys_issued_.fetch_sub(1, std::memory_order_relaxed);
+  return s;
+}
+
 bool Rig::drained() const {
-  return (!server_ || server_->mad_buffers_in_use() == 0) &&
+  const std::uint64_t handled = destroys_handled_.load(std::memory_order_acquire);
+  return handled == destroys_issued_.load(std::memory_order_relaxed) &&
+         (!server_ || server_->mad_buffers_in_use() == 0) &&
          (!client_ || client_->mad_buffers_in_use() == 0) &&
          (!loopback_ || loopback_->total_pending() == 0);
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -119,6 +120,12 @@ class Rig {
   [[nodiscard]] const Path& flood_path() const noexcept { return flood_path_; }
   [[nodiscard]] const PortAttr& flood_port() const noexcept { return config_.hcas[kFloodHca].ports[0]; }
 
+  // A teardown's destroy of `id` on `engine` (server() or client()), counted until the engine has
+  // handled it (its on_destroyed): a destroy from outside the shards returns before its shard has
+  // sent the DREQ it keeps until the DREP, so a drain checked before then finds nothing held.
+  // Returns engine.destroy's status. Main thread.
+  Status destroy(Engine& engine, Id id);
+
   // Waits (sleeping 1 ms between looks) until drained() or `limit` has passed; returns
   // drained(). Main thread.
   [[nodiscard]] bool wait_drained(std::chrono::steady_clock::duration limit) const;
@@ -126,8 +133,8 @@ class Rig {
   // Counters of both engines and of the fabric. Any thread; a snapshot.
   [[nodiscard]] RigCounters counters() const;
 
-  // No MAD held by the role's engines and (loopback) none in flight on the fabric: every
-  // endpoint with protocol state left has finished. Any thread; a snapshot.
+  // Every destroy() handled, no MAD held by the role's engines and (loopback) none in flight on
+  // the fabric: every endpoint with protocol state left has finished. Any thread; a snapshot.
   [[nodiscard]] bool drained() const;
 
   // How long endpoints may stay in time-wait after the teardown drained: 0 on the loopback (two
@@ -159,6 +166,10 @@ class Rig {
   std::vector<Path> client_paths_;
   Path flood_path_;  // --flood-rate
   std::unique_ptr<pcap_tap::PcapTap> tap_;  // --pcap: wraps one of the fabrics above
+  // destroy()'s count: issued by the main thread, handled by the engines' on_destroyed (on a shard's
+  // thread). Before the engines: a destroy still pending when an engine goes is handled as it goes.
+  std::atomic<std::uint64_t> destroys_issued_{0};
+  std::atomic<std::uint64_t> destroys_handled_{0};
   std::unique_ptr<Engine> server_;
   std::unique_ptr<Engine> client_;
 };

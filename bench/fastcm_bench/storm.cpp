@@ -285,7 +285,7 @@ Teardown Storm::tear_down() {
     const std::uint64_t before = rig_.client_dreps_received() + rig_.fabric_drops();
     for (std::uint64_t conn = 0; conn < limit_; ++conn) {
       const std::uint64_t raw = ids_[conn].load(std::memory_order_relaxed);
-      if (raw == 0 || client.destroy(Id{raw}) != Status::ok) continue;  // failed, or gone
+      if (raw == 0 || rig_.destroy(client, Id{raw}) != Status::ok) continue;  // failed, or gone
       if (++t.destroyed % kPaceEvery == 0) pace_teardown(before + t.destroyed, window);
     }
   }
