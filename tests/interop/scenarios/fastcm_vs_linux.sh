@@ -134,7 +134,8 @@ count_limit() { echo $((limit + $1 / 10)); }
     echo "serve b-bench-to-linux-$n $(count_limit "$n") ${address[b-bench-to-linux-$n]} cmtime -b ${address[b-bench-to-linux-$n]} -p $cm_port"
   done
   x=${address[linux-to-example]}
-  echo "client linux-to-example $limit sh -c 'rping -c -a $fastcm_ip -I $x -v -V -C 5 >/mnt/out/rping-in.log 2>&1 &&" \
+  # eval, not sh -c: rping_checked is a function of the guest's job shell (guest/common.sh).
+  echo "client linux-to-example $limit eval 'rping_checked 5 -a $fastcm_ip -I $x -V >/mnt/out/rping-in.log 2>&1 &&" \
        "ucmatose -b $x -s $fastcm_ip -c 4 >/mnt/out/ucmatose-in.log 2>&1 &&" \
        "! rping -c -a $fastcm_ip -I $x -p $unused_port -C 1 >/mnt/out/no-listener-at-fastcm.log 2>&1'"
   x=${address[example-to-linux]}
