@@ -28,4 +28,15 @@ OwnedRing::OwnedRing(const std::string& name, unsigned count, unsigned flags,
   }
 }
 
+std::uint32_t OwnedRing::count() const noexcept {
+  // As DPDK's own HTS code loads them. The consumer tail first, with acquire (partner: the
+  // dequeue's release store of that tail): the producer tail that dequeue had loaded then
+  // happens-before our load of it, so ours is never behind the consumer tail and the difference
+  // never wraps. It may count slots freed and refilled in between, which callers clamp. The
+  // producer tail with acquire too (partner: the enqueue's release store of its tail).
+  const std::uint32_t cons = __atomic_load_n(&ring_->cons.tail, __ATOMIC_ACQUIRE);
+  const std::uint32_t prod = __atomic_load_n(&ring_->prod.tail, __ATOMIC_ACQUIRE);
+  return prod - cons;
+}
+
 }  // namespace fastcm::runtime

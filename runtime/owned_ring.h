@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,12 @@ class OwnedRing {
   ~OwnedRing() = default;
 
   [[nodiscard]] rte_ring* get() const noexcept { return ring_.get(); }
+
+  // Entries in the ring now, from atomic loads of both tails: rte_ring_count() reads them plainly,
+  // which ThreadSanitizer reports against the HTS sides' atomic tail stores. Any thread. Off the
+  // consumer's thread it may count entries dequeued and enqueued again in between, so it can pass
+  // the capacity for a moment: callers that show it clamp it.
+  [[nodiscard]] std::uint32_t count() const noexcept;
 
  private:
   struct Free {

@@ -125,17 +125,6 @@ std::size_t MpscEventQueue::size() const noexcept {
   return std::min(count(), capacity_);
 }
 
-std::uint32_t MpscEventQueue::count() const noexcept {
-  // Atomic loads of the ring's tails, as DPDK's own HTS code does (A1, A3): rte_ring_count() reads
-  // them plainly, which TSan reports against the producers' atomic tail stores.
-  // The consumer tail first, with acquire (partner: the dequeue's R0): the producer tail that the
-  // dequeue had loaded (A3) then happens-before our load of it, so ours is never behind the
-  // consumer tail and the difference never wraps. It may count slots freed and refilled in
-  // between, which size() clamps. The producer tail with acquire (partner: the enqueue's R0),
-  // although C2 needs no more than C1 gave it: the enqueues it must see already happen-before.
-  const std::uint32_t cons = __atomic_load_n(&ring_.get()->cons.tail, __ATOMIC_ACQUIRE);
-  const std::uint32_t prod = __atomic_load_n(&ring_.get()->prod.tail, __ATOMIC_ACQUIRE);
-  return prod - cons;
-}
+std::uint32_t MpscEventQueue::count() const noexcept { return ring_.count(); }
 
 }  // namespace fastcm::shards

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <rte_ring.h>
 
+#include <algorithm>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -45,7 +46,7 @@ std::size_t ShardInbox::dequeue_burst(std::span<void*> out) noexcept {
   return n;
 }
 
-std::uint32_t ShardInbox::size() const noexcept { return rte_ring_count(ring_.get()); }
+std::uint32_t ShardInbox::size() const noexcept { return std::min(ring_.count(), capacity_); }
 
 std::size_t ShardInbox::arm(std::span<void*> out) noexcept {
   wake_.arm();
