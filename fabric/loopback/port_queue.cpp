@@ -9,20 +9,17 @@
 
 namespace fastcm::loopback {
 
-// Both rings hold every slot exactly (RING_F_EXACT_SZ). Both sides of both rings use HTS (head/tail
-// sync), entered through the generic rte_ring_enqueue/dequeue calls that dispatch on each side's
-// sync type. With classic MP/MC, four sender threads on two cores spun on each other's tail update
-// for minutes under TSan; with HTS the same test takes under a second, and its atomics are plain
-// __atomic builtins that TSan understands. The one consumer's side is HTS too, not SP/SC: Debian's
-// x86 build updates an SP or SC tail with a plain store after a barrier, which TSan reports as a
-// race against the other side's atomic read whenever it cannot restore the store's stack to match
-// it to our DPDK suppressions. The price is one uncontended compare-and-swap per burst.
+// Both rings hold every slot exactly (RING_F_EXACT_SZ). Senders use HTS (head/tail sync) rings,
+// entered through the generic rte_ring_enqueue/dequeue calls that dispatch on each side's sync
+// type. With classic MP/MC, four sender threads on two cores spun on each other's tail update for
+// minutes under TSan; with HTS the same test takes under a second, and its atomics are plain
+// __atomic builtins that TSan understands.
 PortQueue::PortQueue(std::uint32_t depth, std::uint32_t id)
     : depth_(depth),
       slots_(std::make_unique<Slot[]>(depth)),
-      rx_("lbrx" + std::to_string(id), depth, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ),
+      rx_("lbrx" + std::to_string(id), depth, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_SC_DEQ),
       free_("lbfree" + std::to_string(id), depth,
-            RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ) {
+            RING_F_EXACT_SZ | RING_F_SP_ENQ | RING_F_MC_HTS_DEQ) {
   for (std::uint32_t i = 0; i < depth; ++i) rte_ring_enqueue(free_.get(), &slots_[i]);
   held_.reserve(depth);
 }

@@ -36,15 +36,14 @@ std::string interface_name(const PortAttr& port) {
 
 }  // namespace
 
-// Both rings hold every slot exactly (RING_F_EXACT_SZ), HTS on both sides, the writer's too: for
-// ThreadSanitizer, as loopback/port_queue.cpp says.
+// Both rings hold every slot exactly (RING_F_EXACT_SZ).
 PcapTap::PcapTap(Fabric& inner, const PcapTapConfig& config)
     : inner_(inner),
       max_bytes_(config.max_bytes),
       slots_(std::make_unique<Slot[]>(
           runtime::checked_capacity("PcapTapConfig::queue_packets", config.queue_packets, kMaxQueuePackets))),
-      free_("tapfree", config.queue_packets, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ),
-      queued_("tapq", config.queue_packets, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ),
+      free_("tapfree", config.queue_packets, RING_F_EXACT_SZ | RING_F_SP_ENQ | RING_F_MC_HTS_DEQ),
+      queued_("tapq", config.queue_packets, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_SC_DEQ),
       file_(config.path) {
   for (const PortAttr& port : inner.ports()) file_.add_interface(interface_name(port));
   if (!file_.flush()) {
