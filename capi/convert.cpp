@@ -188,6 +188,7 @@ void copy_engine_config(To& out, const From& in) noexcept {
   set(out.idle_spins, in.idle_spins);
   set(out.half_open_per_source, in.half_open_per_source);
   set(out.half_open_per_listen, in.half_open_per_listen);
+  set(out.posted_calls, in.posted_calls);
 }
 
 template <class To, class From>
@@ -287,6 +288,10 @@ struct PutParams {
     out.u.sidr_rep.qkey = p.qkey;
     out.u.sidr_rep.ece_vendor_id = p.ece_vendor_id;
     put_bytes(p.info, out.u.sidr_rep.info, out.u.sidr_rep.info_len);
+  }
+  void operator()(const CallFailed& p) const noexcept {
+    out.u.call_failed.call = static_cast<std::uint8_t>(p.call);
+    out.u.call_failed.status = static_cast<std::uint8_t>(p.status);
   }
 };
 

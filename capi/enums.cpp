@@ -150,6 +150,20 @@ FASTCM_SAME(FASTCM_EVENT_APR_RECEIVED, EventType::apr_received);
 FASTCM_SAME(FASTCM_EVENT_SIDR_REQ_RECEIVED, EventType::sidr_req_received);
 FASTCM_SAME(FASTCM_EVENT_SIDR_REQ_ERROR, EventType::sidr_req_error);
 FASTCM_SAME(FASTCM_EVENT_SIDR_REP_RECEIVED, EventType::sidr_rep_received);
+FASTCM_SAME(FASTCM_EVENT_CALL_FAILED, EventType::call_failed);
+FASTCM_SAME(FASTCM_CALL_SET_CONTEXT, ApiCall::set_context);
+FASTCM_SAME(FASTCM_CALL_SEND_REQ, ApiCall::send_req);
+FASTCM_SAME(FASTCM_CALL_SEND_REP, ApiCall::send_rep);
+FASTCM_SAME(FASTCM_CALL_SEND_RTU, ApiCall::send_rtu);
+FASTCM_SAME(FASTCM_CALL_SEND_REJ, ApiCall::send_rej);
+FASTCM_SAME(FASTCM_CALL_SEND_MRA, ApiCall::send_mra);
+FASTCM_SAME(FASTCM_CALL_SEND_DREQ, ApiCall::send_dreq);
+FASTCM_SAME(FASTCM_CALL_SEND_DREP, ApiCall::send_drep);
+FASTCM_SAME(FASTCM_CALL_SEND_LAP, ApiCall::send_lap);
+FASTCM_SAME(FASTCM_CALL_SEND_APR, ApiCall::send_apr);
+FASTCM_SAME(FASTCM_CALL_SEND_SIDR_REQ, ApiCall::send_sidr_req);
+FASTCM_SAME(FASTCM_CALL_SEND_SIDR_REP, ApiCall::send_sidr_rep);
+FASTCM_SAME(FASTCM_CALL_ESTABLISH, ApiCall::establish);
 
 FASTCM_SAME(FASTCM_QP_RC, QpType::rc);
 FASTCM_SAME(FASTCM_QP_UC, QpType::uc);
@@ -250,6 +264,7 @@ const char* fastcm_sidr_status_str(int status) noexcept { return name_of<fastcm:
 const char* fastcm_cm_message_str(int message) noexcept { return name_of<fastcm::CmMessageKind>(message); }
 const char* fastcm_cep_state_str(int state) noexcept { return name_of<fastcm::CepState>(state); }
 const char* fastcm_event_type_str(int type) noexcept { return name_of<fastcm::EventType>(type); }
+const char* fastcm_api_call_str(int call) noexcept { return name_of<fastcm::ApiCall>(call); }
 
 size_t fastcm_drop_reason_count(void) noexcept { return fastcm::kDropReasons; }
 const char* fastcm_drop_reason_str(size_t reason) noexcept {

@@ -170,6 +170,7 @@ void read_engine(Reader& r, EngineConfig& e) {
   r.number("engine", "idle_spins", e.idle_spins);
   r.number("engine", "half_open_per_source", e.half_open_per_source);
   r.number("engine", "half_open_per_listen", e.half_open_per_listen);
+  r.number("engine", "posted_calls", e.posted_calls);
   r.real("mra", "auto_fraction", e.auto_mra_fraction);
   r.number("mra", "service_timeout", e.mra_service_timeout);
   r.choice("eal", "owner", e.eal, {"engine", "application"}, {EalOwner::engine, EalOwner::application});
@@ -254,6 +255,7 @@ std::pair<std::string_view, std::string_view> key_of(ConfigField field, FabricTy
     case ConfigField::mra_service_timeout: return {"mra", "service_timeout"};
     case ConfigField::half_open_per_source: return {"engine", "half_open_per_source"};
     case ConfigField::half_open_per_listen: return {"engine", "half_open_per_listen"};
+    case ConfigField::posted_calls: return {"engine", "posted_calls"};
     case ConfigField::fabric:
       switch (fabric) {
         case FabricType::loopback: return {"loopback", "ports_per_hca"};

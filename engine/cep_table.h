@@ -123,6 +123,13 @@ class CepTable {
     return parts.shard == shard_ && parts.slot < capacity_ && id.generation() != 0 &&
            (word(parts.slot).load(std::memory_order_acquire) & ~kInCallback) == id.generation();  // pairs: attach()
   }
+  // Whether `cep` is attached, or was detached by a destroy from another thread that the shard has
+  // not handled yet (try_detach_remote). The owning shard's thread.
+  [[nodiscard]] bool attached_or_detaching(const Cep& cep) const noexcept {
+    // Acquire: pairs with a claim's CAS on another thread.
+    const std::uint32_t seen = word(cep.slot).load(std::memory_order_acquire) & ~kInCallback;
+    return (seen & ~kDetachPending) == cep.generation;
+  }
   // Starts a callback of the attached endpoint: false, starting nothing, once it was detached. The
   // owning shard's thread; not nested for one endpoint (the caller tracks its own nesting).
   [[nodiscard]] bool enter_callback(const Cep& cep) noexcept {

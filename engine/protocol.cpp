@@ -335,6 +335,14 @@ void Protocol::emit(Cep& cep, Event& event, MadBuf* mad) noexcept {
   if (frame.destroyed && frame.on_destroyed != nullptr) env_.outbox.retire(frame.on_destroyed, frame.destroyed_context);
 }
 
+void Protocol::report_call_failed(Id id, ApiCall call, Status status) noexcept {
+  Cep* cep = find_user(id);
+  if (cep == nullptr) return;
+  Event ev = event_of(EventType::call_failed);
+  ev.params = CallFailed{.call = call, .status = status};
+  emit(*cep, ev, nullptr);
+}
+
 // ---- endpoint lifetime -------------------------------------------------------------------------
 
 Cep* Protocol::find_local(std::uint16_t port_index, std::uint32_t our_comm_id) noexcept {
@@ -394,7 +402,9 @@ std::optional<DropReason> Protocol::address_mismatch(const Cep& cep, const MadAd
 
 Cep* Protocol::find_user(Id id) noexcept {
   Cep* cep = table_.find(id);
-  return cep != nullptr && table_.attached(*cep) ? cep : nullptr;
+  if (cep == nullptr) return nullptr;
+  const bool held = id == posted_id_ ? table_.attached_or_detaching(*cep) : table_.attached(*cep);
+  return held ? cep : nullptr;
 }
 
 const Cep* Protocol::find_user(Id id) const noexcept {

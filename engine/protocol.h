@@ -113,6 +113,21 @@ class Protocol {
   Status last_private_data(Id id, std::span<const std::uint8_t>& out) const noexcept;
   Status connection_info(Id id, ConnectionInfo& out) const noexcept;
 
+  // ---- posted calls (fastcm/engine.h, "Posted calls") ------------------------------------------
+  // Runs `command(*this)`, one of the commands above on endpoint `id`, as of the moment another
+  // thread posted it: an endpoint that thread's destroy has detached since (try_detach_remote, its
+  // destroy not yet handled here) is still found, so the call happens before the destroy as its
+  // caller ordered them (events the call causes are not delivered: emit() checks the attachment).
+  // A refusal of an endpoint still attached is delivered as EventType::call_failed; stale_id
+  // is not (the endpoint is gone: nothing is delivered after a destroy).
+  template <typename Command>
+  void run_posted(Id id, ApiCall call, Command&& command) noexcept {
+    posted_id_ = id;
+    const Status status = command(*this);
+    posted_id_ = Id{};
+    if (status != Status::ok && status != Status::stale_id) report_call_failed(id, call, status);
+  }
+
   // ---- observability -------------------------------------------------------------------------
   [[nodiscard]] const PortCounters& counters(std::size_t port_index) const noexcept {
     return counters_[port_index];
@@ -195,6 +210,7 @@ class Protocol {
   // Delivers an event about `cep` if the application still holds it; `mad` is the received MAD
   // the event borrows (may be null). Always the last step of a handler.
   void emit(Cep& cep, Event& event, MadBuf* mad) noexcept;
+  void report_call_failed(Id id, ApiCall call, Status status) noexcept;
   void keep_received(Cep& cep, MadBuf& buf) noexcept;
 
   // Answers a REQ `listen` cannot take (`why`: backlog_full, source_budget or listen_budget) as the
@@ -267,7 +283,8 @@ class Protocol {
   // peer_mismatch's address part, for messages that name no comm ID of `cep` (a stale REQ or REP
   // claiming its remote QP): the port, the source LID/GID and the P_Key.
   [[nodiscard]] std::optional<DropReason> address_mismatch(const Cep& cep, const MadAddress& from) const noexcept;
-  Cep* find_user(Id id) noexcept;  // live and still attached to the application
+  // Live and still attached to the application (or, for the posted call running, detaching).
+  Cep* find_user(Id id) noexcept;
   const Cep* find_user(Id id) const noexcept;
 
   [[nodiscard]] static Event event_of(EventType type) noexcept {
@@ -284,6 +301,7 @@ class Protocol {
   SidrReqIndex sidr_reqs_;
   TimerWheel wheel_;
   bool batch_open_ = false;  // between begin_batch() and on_timers(): arm_timer defers
+  Id posted_id_;             // the endpoint of the posted call running (run_posted), else none
   std::unique_ptr<PortCounters[]> counters_;
   std::uint64_t next_tid_ = 1;
 

@@ -19,6 +19,7 @@ namespace {
 
 constexpr std::uint64_t kMaxShardInbox = std::uint64_t{1} << 20;
 constexpr std::uint64_t kMaxMadBuffers = std::uint64_t{1} << 24;
+constexpr std::uint64_t kMaxPostedCalls = std::uint64_t{1} << 20;
 // Port numbers are 8 bits (PortAttr::port_num), so a fabric has at most 255 ports.
 constexpr std::size_t kMaxPorts = 255;
 constexpr std::uint8_t kMaxTimeoutExponent = 31;
@@ -84,8 +85,8 @@ static_assert(slot_rule_bounds_the_registry());
 static_assert(half_open_source_slots(RemoteQpnRegistry::kMaxCapacity) <= std::uint64_t{1} << 31);
 // The destroy-queue rule bounds the table, which with the largest shard_inbox keeps the inbox
 // ring within its limit.
-static_assert(Shard::inbox_capacity(kMaxShardInbox, (DeferQueue::kMaxCapacity - Shard::kControlHeadroom) / 2) <=
-              ShardInbox::kMaxCapacity);
+static_assert(Shard::inbox_capacity(kMaxShardInbox, (DeferQueue::kMaxCapacity - Shard::kControlHeadroom) / 2,
+                                    kMaxPostedCalls) <= ShardInbox::kMaxCapacity);
 
 constexpr bool known(Threading t) noexcept { return t == Threading::workers || t == Threading::caller; }
 constexpr bool known(EalOwner o) noexcept { return o == EalOwner::engine || o == EalOwner::application; }
@@ -130,6 +131,7 @@ std::optional<ConfigError> check_config(const EngineConfig& c, std::size_t ports
   if (c.half_open_per_listen < 1 || c.half_open_per_listen > kMaxHalfOpenPerListen) {
     return broke(F::half_open_per_listen, "must be 1..2^24");
   }
+  if (c.posted_calls > kMaxPostedCalls) return broke(F::posted_calls, "must be 0..2^20");
   // idle_spins has no rule: 0 sleeps after the first empty poll, ~0u in effect never sleeps.
   return std::nullopt;
 }

@@ -7,6 +7,7 @@
 //   mad_chain  a MAD no single shard can be named for (RoutingKey::any_shard): offered to shard 0,
 //              then passed along until a shard claims it; the last one handles it regardless
 //   command    a Command on an API thread's stack; that thread waits for its `done`
+//   posted     a PostedCall (posted_call.h): pooled, or on its waiting poster's stack
 //   destroy    the slot of an endpoint another thread detached; the on_destroyed call waits in the
 //              shard's per-slot array (one per slot at a time)
 //   stale      the received REQ or REP by which another shard found an endpoint of this one stale
@@ -24,10 +25,11 @@
 namespace fastcm::shards {
 
 struct Command;
+class PostedCall;
 
 class InboxItem {
  public:
-  enum class Kind : std::uintptr_t { mad = 0, mad_chain = 1, command = 2, destroy = 3, stale = 4 };
+  enum class Kind : std::uintptr_t { mad = 0, mad_chain = 1, command = 2, destroy = 3, stale = 4, posted = 5 };
 
   [[nodiscard]] static InboxItem mad(engine::MadBuf& mad, bool chain) noexcept {
     return tagged(&mad, chain ? Kind::mad_chain : Kind::mad);
@@ -37,6 +39,7 @@ class InboxItem {
     return InboxItem(std::uintptr_t{slot} << kTagBits | static_cast<std::uintptr_t>(Kind::destroy));
   }
   [[nodiscard]] static InboxItem stale(engine::MadBuf& cause) noexcept { return tagged(&cause, Kind::stale); }
+  [[nodiscard]] static InboxItem posted(PostedCall& call) noexcept { return tagged(&call, Kind::posted); }
   // An item as the inbox hands it back.
   [[nodiscard]] static InboxItem from_word(void* word) noexcept {
     return InboxItem(reinterpret_cast<std::uintptr_t>(word));
@@ -55,6 +58,11 @@ class InboxItem {
     assert(kind() == Kind::command);
     return *pointer<Command>();
   }
+  // The PostedCall of a posted item.
+  [[nodiscard]] PostedCall& posted() const noexcept {
+    assert(kind() == Kind::posted);
+    return *pointer<PostedCall>();
+  }
   // The slot of a destroy item.
   [[nodiscard]] std::uint32_t slot() const noexcept {
     assert(kind() == Kind::destroy);
@@ -62,8 +70,8 @@ class InboxItem {
   }
 
  private:
-  // Every pointee is at least 8-aligned: pool MADs start on cache lines, commands hold an atomic
-  // word and a function pointer.
+  // Every pointee is at least 8-aligned: pool MADs and pooled posted calls start on cache lines,
+  // commands and stack posted calls hold pointers.
   static constexpr unsigned kTagBits = 3;
   static constexpr std::uintptr_t kTagMask = (std::uintptr_t{1} << kTagBits) - 1;
 

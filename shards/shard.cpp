@@ -58,7 +58,7 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
                static_cast<engine::Protocol*>(protocol)->count_accepted(port, tally);
              },
              &protocol_),
-      inbox_(static_cast<std::uint32_t>(inbox_capacity(env.config.shard_inbox, env.endpoints)), env.index),
+      inbox_(static_cast<std::uint32_t>(inbox_capacity(env.config.shard_inbox, env.endpoints, env.config.posted_calls)), env.index),
       retired_(env.epoch, static_cast<std::uint32_t>(retire_capacity(env.endpoints)), defer_queue_name(env.index),
                false),
       snapshot_(env.fabric.ports().size()),
@@ -230,6 +230,7 @@ void Shard::handle(InboxItem item) noexcept {
       set_and_wake(cmd.done);  // `cmd` may be gone from here on
       break;
     }
+    case InboxItem::Kind::posted: item.posted().run(protocol_); break;  // `run` completes the record
     case InboxItem::Kind::destroy: {
       const std::uint32_t slot = item.slot();
       const PendingDestroy pending = pending_destroys_[slot];
@@ -306,6 +307,12 @@ void Shard::post_control(InboxItem item) noexcept {
 void Shard::post_command(Command& cmd) noexcept {
   post_control(InboxItem::command(cmd));
   wait_until_set(cmd.done);
+}
+
+void Shard::post_call(PostedCall& call) noexcept {
+  const bool waited = call.waited();  // read first: a pooled record may be reused once posted
+  post_control(InboxItem::posted(call));
+  if (waited) call.wait_until_run();
 }
 
 Status Shard::post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {

@@ -3,12 +3,12 @@
 // engine driven by its caller. A worker also polls the ports its shard owns (port_poller.h): it
 // handles the MADs of its own shard at once and posts the others to their shards' inboxes.
 //
-// Its inbox carries MADs other workers routed here, API threads' commands, destroys and stale
-// notices (inbox_item.h).
+// Its inbox carries MADs other workers routed here, API threads' commands and posted calls,
+// destroys and stale notices (inbox_item.h).
 //
 // Thread contract: the shard's thread (the worker, or progress()'s caller) runs everything but
-// the producer side: post_mads, post_command, post_destroy and post_stale may be called from any
-// thread at once.
+// the producer side: post_mads, post_command, post_call, post_destroy and post_stale may be called
+// from any thread at once.
 #pragma once
 
 #include <atomic>
@@ -28,6 +28,7 @@
 #include "shards/epoch.h"
 #include "shards/inbox_item.h"
 #include "shards/port_poller.h"
+#include "shards/posted_call.h"
 #include "shards/send_batch.h"
 #include "shards/shard_inbox.h"
 
@@ -63,13 +64,16 @@ struct ShardEnv {
 
 class Shard final : private engine::Outbox {
  public:
-  // Room in the inbox beyond the MADs: every control item (destroys, stale notices, commands of
-  // waiting threads) fits without waiting in all but pathological cases (post_control yields then).
+  // Room in the inbox beyond the MADs, the destroys (one per endpoint) and the posted calls (the
+  // engine's bound on them): every other control item (stale notices, commands of waiting
+  // threads) fits without waiting in all but pathological cases (post_control yields then).
   static constexpr std::uint32_t kControlHeadroom = 1024;
-  // The sizes the shard's rings get from its MAD share and table size, in 64 bits so a
-  // configuration check can compare them with the rings' limits before anything overflows.
-  [[nodiscard]] static constexpr std::uint64_t inbox_capacity(std::uint64_t shard_inbox, std::uint64_t endpoints) noexcept {
-    return shard_inbox + endpoints + kControlHeadroom;
+  // The sizes the shard's rings get from its MAD share, table size and the posted-call bound, in
+  // 64 bits so a configuration check can compare them with the rings' limits before anything
+  // overflows.
+  [[nodiscard]] static constexpr std::uint64_t inbox_capacity(std::uint64_t shard_inbox, std::uint64_t endpoints,
+                                                              std::uint64_t posted_calls) noexcept {
+    return shard_inbox + endpoints + posted_calls + kControlHeadroom;
   }
   [[nodiscard]] static constexpr std::uint64_t retire_capacity(std::uint64_t endpoints) noexcept {
     return 2 * endpoints + kControlHeadroom;
@@ -123,6 +127,9 @@ class Shard final : private engine::Outbox {
   std::size_t post_mads(std::span<engine::MadBuf* const> mads, bool chain) noexcept;
   // Runs `cmd` on the shard and returns once it ran. Never call from a shard thread.
   void post_command(Command& cmd) noexcept;
+  // Queues `call` for the shard, which runs it and completes it (posted_call.h); a stack record
+  // (PostedCall::waited) is waited for, so never post one from a shard thread.
+  void post_call(PostedCall& call) noexcept;
   // A destroy from a thread that is not the shard's: detaches `id` at once (so that nothing about
   // it reaches the application after this returns) and posts the rest to the shard, which calls
   // on_destroyed after its grace period. Status::stale_id when the endpoint is gone or another

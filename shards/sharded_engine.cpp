@@ -24,6 +24,7 @@
 #include "shards/listen_registry.h"
 #include "shards/mpsc_event_queue.h"
 #include "shards/port_poller.h"
+#include "shards/posted_call.h"
 #include "shards/remote_qpn_registry.h"
 #include "shards/shard.h"
 #include "shards/wait_word.h"
@@ -102,7 +103,10 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
                                                  .listens = config.max_listens,
                                                  .source_slots = sizing.half_open_source_slots},
                    half_open_key(key)),
-        retired_listens_(epoch_, config.max_listens * 2, unique_name("fcm_lq"), true) {
+        retired_listens_(epoch_, config.max_listens * 2, unique_name("fcm_lq"), true),
+        posted_calls_(config.posted_calls > 0 && config.threading == Threading::workers
+                          ? std::make_unique<shards::PostedCallPool>(unique_name("fcm_pc"), config.posted_calls)
+                          : nullptr) {
     const std::uint32_t per_shard = sizing.endpoints_per_shard;
     for (std::uint32_t s = 0; s < config.shards; ++s) {
       shard_pools_.push_back(std::make_unique<mempool::AccountedMadPool>(*pool_, *accounts_, s));
@@ -194,43 +198,41 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     return run_on(*shard, [&](engine::Protocol& p) { return p.create_id(delivery, context, out); });
   }
   Status set_context(Id id, void* context) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.set_context(id, context); });
+    return post_or_run(
+        id, [&](engine::Protocol& p) { return p.set_context(id, context); },
+        [&](shards::PostedCall& c) {
+          c.prepare_set_context(id, context);
+          return Status::ok;
+        });
   }
-  Status send_req(Id id, const ReqParams& params) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_req(id, params); });
-  }
-  Status send_rep(Id id, const RepParams& params) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_rep(id, params); });
-  }
+  Status send_req(Id id, const ReqParams& params) override { return send(id, params, &engine::Protocol::send_req); }
+  Status send_rep(Id id, const RepParams& params) override { return send(id, params, &engine::Protocol::send_rep); }
   Status send_rtu(Id id, std::span<const std::uint8_t> pd) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_rtu(id, pd); });
+    return send_bytes(id, ApiCall::send_rtu, pd, &engine::Protocol::send_rtu);
   }
-  Status send_rej(Id id, const RejParams& params) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_rej(id, params); });
-  }
-  Status send_mra(Id id, const MraParams& params) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_mra(id, params); });
-  }
+  Status send_rej(Id id, const RejParams& params) override { return send(id, params, &engine::Protocol::send_rej); }
+  Status send_mra(Id id, const MraParams& params) override { return send(id, params, &engine::Protocol::send_mra); }
   Status send_dreq(Id id, std::span<const std::uint8_t> pd) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_dreq(id, pd); });
+    return send_bytes(id, ApiCall::send_dreq, pd, &engine::Protocol::send_dreq);
   }
   Status send_drep(Id id, std::span<const std::uint8_t> pd) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_drep(id, pd); });
+    return send_bytes(id, ApiCall::send_drep, pd, &engine::Protocol::send_drep);
   }
-  Status send_lap(Id id, const LapParams& params) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_lap(id, params); });
-  }
-  Status send_apr(Id id, const AprParams& params) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_apr(id, params); });
-  }
+  Status send_lap(Id id, const LapParams& params) override { return send(id, params, &engine::Protocol::send_lap); }
+  Status send_apr(Id id, const AprParams& params) override { return send(id, params, &engine::Protocol::send_apr); }
   Status send_sidr_req(Id id, const SidrReqParams& params) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_sidr_req(id, params); });
+    return send(id, params, &engine::Protocol::send_sidr_req);
   }
   Status send_sidr_rep(Id id, const SidrRepParams& params) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.send_sidr_rep(id, params); });
+    return send(id, params, &engine::Protocol::send_sidr_rep);
   }
   Status establish(Id id) override {
-    return on_shard_of(id, [&](engine::Protocol& p) { return p.establish(id); });
+    return post_or_run(
+        id, [&](engine::Protocol& p) { return p.establish(id); },
+        [&](shards::PostedCall& c) {
+          c.prepare_establish(id);
+          return Status::ok;
+        });
   }
   Status init_qp_attr(Id id, QpState state, QpAttr& out) const override {
     return on_shard_of(id, [&](engine::Protocol& p) { return p.init_qp_attr(id, state, out); });
@@ -393,6 +395,43 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     return shard == nullptr ? Status::stale_id : run_on(*shard, std::forward<F>(f));
   }
 
+  // A call that may be posted (fastcm/engine.h, "Posted calls"): `run(protocol)` where the calling
+  // thread may run the shard's protocol, or without posted calls; otherwise `prepare(record)`
+  // fills a pooled record (or, with none free, one on this stack that the shard is waited for)
+  // and the shard gets it.
+  template <typename Run, typename Prepare>
+  Status post_or_run(Id id, Run&& run, Prepare&& prepare) {
+    Shard* shard = engine::is_listen_id(id) ? nullptr : shard_of(id);
+    if (shard == nullptr) return Status::stale_id;
+    if (!posted_calls_ || shard->owned_by_caller()) return run_on(*shard, std::forward<Run>(run));
+    if (!shard->attached(id)) return Status::stale_id;
+    if (shards::PostedCall* record = posted_calls_->take()) {
+      if (const Status s = prepare(*record); s != Status::ok) {
+        posted_calls_->give_back(*record);
+        return s;
+      }
+      shard->post_call(*record);
+      return Status::ok;
+    }
+    if (Shard::on_worker_thread()) return Status::would_deadlock;  // a shard cannot wait for another
+    shards::PostedCall record;
+    if (const Status s = prepare(record); s != Status::ok) return s;
+    shard->post_call(record);  // returns once the shard ran it
+    return Status::ok;
+  }
+  template <typename Params>
+  Status send(Id id, const Params& params, Status (engine::Protocol::*method)(Id, const Params&) noexcept) {
+    return post_or_run(
+        id, [&](engine::Protocol& p) { return (p.*method)(id, params); },
+        [&](shards::PostedCall& c) { return c.prepare(id, params); });
+  }
+  Status send_bytes(Id id, ApiCall call, std::span<const std::uint8_t> pd,
+                    Status (engine::Protocol::*method)(Id, std::span<const std::uint8_t>) noexcept) {
+    return post_or_run(
+        id, [&](engine::Protocol& p) { return (p.*method)(id, pd); },
+        [&](shards::PostedCall& c) { return c.prepare(id, call, pd); });
+  }
+
   void retire_listen(DestroyedFn on_destroyed, void* ctx) {
     if (caller_driven()) {
       on_destroyed(ctx);
@@ -433,6 +472,9 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   engine::EndpointBudget budget_;
   shards::HalfOpenTable half_open_;
   shards::DeferQueue retired_listens_;  // listens' on_destroyed, after a grace period
+  // Records of posted calls (EngineConfig::posted_calls); null when calls wait. Outlives the
+  // shards, which give records back until their last batch.
+  std::unique_ptr<shards::PostedCallPool> posted_calls_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::unique_ptr<shards::PortPoller>> pollers_;
   std::vector<std::thread> threads_;

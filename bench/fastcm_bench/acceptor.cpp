@@ -84,6 +84,10 @@ void Acceptor::on_event(const Event& event) {
       return;
     // Destroying in dreq_rcvd answers the DREP and leaves through time-wait; the other endings
     // (no RTU came, the client rejected, time-wait over) just free the endpoint.
+    case EventType::call_failed:  // a posted send_rep refused: as a send_rep returning it
+      tally_.add(Count::server_failed_calls);
+      destroy(event.id, static_cast<AcceptedTable::Slot*>(event.context));
+      return;
     case EventType::dreq_received:
     case EventType::rep_error:
     case EventType::rej_received:

@@ -35,6 +35,7 @@ std::vector<OptionKey> option_keys() {
       {"udp.addresses", "--address", [](const Settings& s, Options& o) { o.addresses = s.fabric.udp.addresses; }},
       {"udp.port", "--udp-port", [](const Settings& s, Options& o) { o.udp_port = s.fabric.udp.udp_port; }},
       {"engine.shards", "--shards", [](const Settings& s, Options& o) { o.shards = s.engine.shards; }},
+      {"engine.posted_calls", "--posted-calls", [](const Settings& s, Options& o) { o.posted_calls = s.engine.posted_calls; }},
       {"connect.cm_response_timeout", "--cm-timeout",
        [](const Settings& s, Options& o) { o.cm_timeout = s.connect.cm_response_timeout; }},
       {"pcap.file", "--pcap", [](const Settings& s, Options& o) { o.pcap_path = s.pcap.file; }},

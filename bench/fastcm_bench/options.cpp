@@ -241,6 +241,12 @@ std::optional<Options> parse_options(int argc, char** argv, int& exit_code) {
                  "by one application thread per side)")
       ->check(CLI::IsMember({"callback", "poll"}))
       ->capture_default_str();
+  app.add_option("--posted-calls", o.posted_calls,
+                 "calls of application threads (--mode poll's answers, the storm's first REQs) "
+                 "queued to the shards without waiting, at most (EngineConfig::posted_calls); 0: "
+                 "each waits for its shard")
+      ->check(CLI::Range(0u, 1u << 20))
+      ->capture_default_str();
   app.add_flag("--disconnect", o.disconnect,
                "full life cycle: after its RTU each client sends a DREQ, waits for the DREP and "
                "time-wait, and destroys its endpoint");

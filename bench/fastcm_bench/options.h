@@ -96,6 +96,9 @@ struct Options {
   double flood_rate = 0;
   double flood_seconds = 10;
   BacklogPolicy backlog_policy = BacklogPolicy::reject;  // of the listen
+  // --posted-calls: EngineConfig::posted_calls of both engines (calls from application threads,
+  // --mode poll's, queued to the shards without waiting); 0: every such call waits for its shard.
+  std::uint32_t posted_calls = 4096;
   // --contend: CPU-bound child processes running while the storm (and the flood) run
   // (contenders.h); 0: none.
   std::uint32_t contend = 0;

@@ -327,6 +327,7 @@ nlohmann::json to_json(const Report& r) {
   j["shards"] = o.shards;
   j["window"] = o.window;
   j["mode"] = to_string(o.mode);
+  j["posted_calls"] = o.posted_calls;
   j["disconnect"] = o.disconnect;
   j["contend"] = {{"processes", o.contend}, {"cpu_s", r.contenders_cpu_s}};
   j["private_data"] = o.private_data;

@@ -189,6 +189,7 @@ void Rig::create_engines() {
   config.mad_buffers = sizing_.mad_buffers;
   config.half_open_per_source = sizing_.half_open_per_source;
   config.half_open_per_listen = sizing_.half_open_per_listen;
+  config.posted_calls = options_.posted_calls;
   if (!options_.pcap_path.empty()) {
     Fabric*& tapped = server_fabric_ != nullptr ? server_fabric_ : client_fabric_;
     tap_ = std::make_unique<pcap_tap::PcapTap>(

@@ -162,6 +162,11 @@ void Storm::on_client(const Event& event) {
       tally_.add(Count::timed_out);
       (void)client.destroy(event.id);
       break;
+    case EventType::call_failed:  // a posted call refused: as a refused call returning its status
+      tally_.add(std::get<CallFailed>(event.params).call == ApiCall::send_dreq ? Count::failed_disconnects
+                                                                              : Count::failed_calls);
+      (void)client.destroy(event.id);
+      break;
     case EventType::timewait_exit:
       tally_.add(Count::disconnected);
       (void)client.destroy(event.id);

@@ -13,6 +13,19 @@
 //   endpoint the event is about) and returns Status::would_deadlock for another shard's endpoint,
 //   except destroy(), which works from anywhere. Callbacks of one endpoint never overlap; those of
 //   different shards run at the same time.
+//   Posted calls (EngineConfig::posted_calls > 0): set_context, establish and the send_* calls
+//   made outside the endpoint's shard (an application thread, another shard's callback) do not
+//   wait for it. The call checks what the calling thread can see (the Id is live and attached,
+//   the private data and info fit the message), copies its parameters, queues them to the shard
+//   and returns ok; the shard runs the calls one thread queued in the order it queued them, and
+//   before a destroy that thread called afterwards (a REJ with private data, then destroy, sends
+//   that REJ). What the shard refuses (invalid_state, no_resources, a field out of range) arrives
+//   as an EventType::call_failed event (CallFailed: the call and the status it would have
+//   returned) on the endpoint's delivery, unless the endpoint was destroyed meanwhile (no event
+//   follows a destroy). When posted_calls calls are queued already, a call waits for its shard
+//   instead ("hand-off"), with the same outcome: ok returned, a refusal as the event; from another
+//   shard's callback, where it cannot wait, it returns would_deadlock. create_id and the queries
+//   (init_qp_attr, last_private_data, connection_info) always wait: their answer is the shard's.
 // - Threading::caller: nothing runs unless the caller drives progress(), which polls every port and
 //   runs every shard on the calling thread (an SPDK-style reactor, or a test with a virtual clock).
 //   Every call, and progress(), must come from one thread at a time; callbacks run inside
@@ -25,7 +38,8 @@
 //   Threads: who may call it, and when ("any": concurrently with every other call).
 //   Blocks:  "no", or what it waits for. "Hand-off": the call is executed by the endpoint's shard
 //            and waits for it (bounded: a shard never waits for an application thread); inline from
-//            that shard's own callbacks and under Threading::caller.
+//            that shard's own callbacks and under Threading::caller. "Posted": with
+//            EngineConfig::posted_calls, queued to the shard without waiting (see above).
 //   Errors:  the Status values it returns besides ok, or "none".
 // A call that fails changes nothing and leaves its outputs untouched.
 #pragma once
@@ -135,6 +149,10 @@ struct EngineConfig {
   // what the listen accepts in a peer's CM response time.
   std::uint32_t half_open_per_source = 1024;
   std::uint32_t half_open_per_listen = 1u << 14;
+  // Calls posted to shards and not yet run, at most (see "Posted calls" above); 0 (the default):
+  // every call from outside its endpoint's shard waits for the shard and returns its answer.
+  // Ignored under Threading::caller, where every call runs inline.
+  std::uint32_t posted_calls = 0;
   // nullopt (the default): a fresh key from getrandom(2) per engine. Set only where IDs must be
   // reproducible (tests); a key a peer knows makes every ID predictable again.
   std::optional<CidKey> cid_key = std::nullopt;
@@ -157,6 +175,7 @@ inline constexpr std::uint32_t kMaxShards = 64;
 //   idle_spins           any value (0: sleep after the first empty poll; ~0u: never, in effect)
 //   half_open_per_source 1..2^24 - 1
 //   half_open_per_listen 1..2^24
+//   posted_calls         0..2^20
 //   fabric               the Fabric has 1..255 ports (port numbers are 8 bits)
 //   none                 not the configuration: EAL or DPDK memory, getrandom, or memory failed
 enum class ConfigField : std::uint8_t {
@@ -172,6 +191,7 @@ enum class ConfigField : std::uint8_t {
   mra_service_timeout,
   half_open_per_source,
   half_open_per_listen,
+  posted_calls,
   fabric,
 };
 
@@ -189,6 +209,7 @@ enum class ConfigField : std::uint8_t {
     case ConfigField::mra_service_timeout: return "mra_service_timeout";
     case ConfigField::half_open_per_source: return "half_open_per_source";
     case ConfigField::half_open_per_listen: return "half_open_per_listen";
+    case ConfigField::posted_calls: return "posted_calls";
     case ConfigField::fabric: return "fabric";
   }
   return "unknown";
@@ -246,17 +267,19 @@ class Engine {
   // Errors: no_resources (the shard's endpoint table is full), invalid_argument (no delivery).
   virtual Status create_id(const Delivery& delivery, void* context, Id& out) = 0;
   // Replaces the endpoint's context for the events that follow.
-  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
-  // Errors: stale_id, would_deadlock (from another shard's callback).
+  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard, or posted.
+  // Errors: stale_id, would_deadlock (from another shard's callback, unless posted).
   virtual Status set_context(Id id, void* context) = 0;
 
   // Each sends its message on the endpoint with its private data, in the states the IBTA state
   // machine allows it (the REQ from idle, the REP in req_rcvd or mra_req_sent, the DREQ when
   // established, ...); a message the engine must retransmit is kept until answered.
-  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard, or posted.
   // Errors: stale_id, invalid_state (not allowed in the endpoint's state), invalid_argument (a field
   //   or the private data out of range: at most the message's kMax*PrivateData), no_resources (the
   //   MAD pool, or the shard's part of it, is empty), would_deadlock (from another shard's callback).
+  //   Posted: stale_id, invalid_argument (private data, ARI or info longer than the message
+  //   carries) and would_deadlock returned; the rest as EventType::call_failed.
 
   virtual Status send_req(Id id, const ReqParams& params) = 0;
   virtual Status send_rep(Id id, const RepParams& params) = 0;
@@ -271,8 +294,9 @@ class Engine {
   virtual Status send_sidr_rep(Id id, const SidrRepParams& params) = 0;
 
   // Passive side: data arrived on the QP before the RTU; the endpoint becomes established.
-  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
-  // Errors: stale_id, invalid_state (not rep_sent or mra_rep_rcvd), would_deadlock.
+  // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard, or posted.
+  // Errors: stale_id, invalid_state (not rep_sent or mra_rep_rcvd), would_deadlock. Posted:
+  //   invalid_state as EventType::call_failed.
   virtual Status establish(Id id) = 0;
 
   // QP attributes for moving the endpoint's QP to `state`, capped to the CA's limits. INIT once

@@ -14,6 +14,7 @@
 
 #include "fastcm/id.h"
 #include "fastcm/params.h"
+#include "fastcm/status.h"
 #include "fastcm/types.h"
 
 namespace fastcm {
@@ -40,6 +41,7 @@ enum class EventType : std::uint8_t {
   sidr_req_received,
   sidr_req_error,     // SIDR_REQ retries ran out
   sidr_rep_received,
+  call_failed,        // a posted call (EngineConfig::posted_calls) was refused by the endpoint's shard
 };
 
 // The event's name ("req_received"), static storage, NUL-terminated; "unknown" outside the enum.
@@ -63,6 +65,45 @@ enum class EventType : std::uint8_t {
     case EventType::sidr_req_received: return "sidr_req_received";
     case EventType::sidr_req_error: return "sidr_req_error";
     case EventType::sidr_rep_received: return "sidr_rep_received";
+    case EventType::call_failed: return "call_failed";
+  }
+  return "unknown";
+}
+
+// The Engine calls that may be posted to an endpoint's shard (EngineConfig::posted_calls) and so
+// report a refusal as an event.
+enum class ApiCall : std::uint8_t {
+  set_context,
+  send_req,
+  send_rep,
+  send_rtu,
+  send_rej,
+  send_mra,
+  send_dreq,
+  send_drep,
+  send_lap,
+  send_apr,
+  send_sidr_req,
+  send_sidr_rep,
+  establish,
+};
+
+// The call's name ("send_rep"), static storage, NUL-terminated; "unknown" outside the enum.
+[[nodiscard]] constexpr std::string_view to_string(ApiCall c) noexcept {
+  switch (c) {
+    case ApiCall::set_context: return "set_context";
+    case ApiCall::send_req: return "send_req";
+    case ApiCall::send_rep: return "send_rep";
+    case ApiCall::send_rtu: return "send_rtu";
+    case ApiCall::send_rej: return "send_rej";
+    case ApiCall::send_mra: return "send_mra";
+    case ApiCall::send_dreq: return "send_dreq";
+    case ApiCall::send_drep: return "send_drep";
+    case ApiCall::send_lap: return "send_lap";
+    case ApiCall::send_apr: return "send_apr";
+    case ApiCall::send_sidr_req: return "send_sidr_req";
+    case ApiCall::send_sidr_rep: return "send_sidr_rep";
+    case ApiCall::establish: return "establish";
   }
   return "unknown";
 }
@@ -131,18 +172,25 @@ struct SidrRepReceived {
   std::span<const std::uint8_t> info;
 };
 
+// A posted call the endpoint's shard refused: what the call would have returned had it waited
+// (invalid_state, invalid_argument or no_resources; never ok or stale_id). Nothing was sent.
+struct CallFailed {
+  ApiCall call = ApiCall::send_req;
+  Status status = Status::invalid_state;
+};
+
 // Which message a timeout event concerns carries in the event type; nothing more to say.
 struct NoParams {};
 
 using EventParams = std::variant<NoParams, ReqReceived, RepReceived, RejReceived, MraReceived,
-                                 LapReceived, AprReceived, SidrReqReceived, SidrRepReceived>;
+                                 LapReceived, AprReceived, SidrReqReceived, SidrRepReceived, CallFailed>;
 
 struct Event {
   EventType type = EventType::req_received;
   Id id;                                   // the endpoint the event is about
   void* context = nullptr;                 // the endpoint's (or for new REQs, the listen's) context
   std::span<const std::uint8_t> private_data;  // full-length private data of the received message
-  const MadRef* mad = nullptr;             // the received MAD; null for timeouts
+  const MadRef* mad = nullptr;             // the received MAD; null for timeouts and call_failed
   EventParams params;
 };
 

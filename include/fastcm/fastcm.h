@@ -10,6 +10,11 @@
  * - FASTCM_THREADING_WORKERS: every call from any thread. A call on an endpoint runs on the
  *   endpoint's shard; from inside a callback it runs inline for the callback's own shard and
  *   answers FASTCM_ERR_WOULD_DEADLOCK for another shard's endpoint (except fastcm_destroy).
+ *   With fastcm_engine_config.posted_calls > 0, fastcm_set_context, fastcm_establish and the
+ *   fastcm_send_* calls made outside the endpoint's shard are posted: they check the id and the
+ *   lengths of private data and info, queue a copy and return; the shard's refusal arrives as a
+ *   FASTCM_EVENT_CALL_FAILED event (u.call_failed) unless the endpoint was destroyed meanwhile
+ *   (fastcm/engine.h, "Posted calls").
  * - FASTCM_THREADING_CALLER: nothing runs but inside fastcm_progress; every call, and
  *   fastcm_progress, from one thread at a time. Callbacks run inside fastcm_progress or inside the
  *   call that caused them.
@@ -206,8 +211,26 @@ typedef enum fastcm_event_type {
   FASTCM_EVENT_APR_RECEIVED,
   FASTCM_EVENT_SIDR_REQ_RECEIVED,
   FASTCM_EVENT_SIDR_REQ_ERROR,     /* SIDR_REQ retries ran out */
-  FASTCM_EVENT_SIDR_REP_RECEIVED
+  FASTCM_EVENT_SIDR_REP_RECEIVED,
+  FASTCM_EVENT_CALL_FAILED         /* a posted call was refused by the endpoint's shard */
 } fastcm_event_type;
+
+/* The calls that may be posted (fastcm_engine_config.posted_calls), named in FASTCM_EVENT_CALL_FAILED. */
+typedef enum fastcm_api_call {
+  FASTCM_CALL_SET_CONTEXT = 0,
+  FASTCM_CALL_SEND_REQ,
+  FASTCM_CALL_SEND_REP,
+  FASTCM_CALL_SEND_RTU,
+  FASTCM_CALL_SEND_REJ,
+  FASTCM_CALL_SEND_MRA,
+  FASTCM_CALL_SEND_DREQ,
+  FASTCM_CALL_SEND_DREP,
+  FASTCM_CALL_SEND_LAP,
+  FASTCM_CALL_SEND_APR,
+  FASTCM_CALL_SEND_SIDR_REQ,
+  FASTCM_CALL_SEND_SIDR_REP,
+  FASTCM_CALL_ESTABLISH
+} fastcm_api_call;
 
 /* Names of the values above ("consumer_reject"), static storage; "unknown" for other values.
  * The drop reasons have no C enum: they are indexes 0 .. fastcm_drop_reason_count()-1 of
@@ -220,6 +243,7 @@ const char* fastcm_sidr_status_str(int status) FASTCM_NOEXCEPT;
 const char* fastcm_cm_message_str(int message) FASTCM_NOEXCEPT;
 const char* fastcm_cep_state_str(int state) FASTCM_NOEXCEPT;
 const char* fastcm_event_type_str(int type) FASTCM_NOEXCEPT;
+const char* fastcm_api_call_str(int call) FASTCM_NOEXCEPT;
 size_t fastcm_drop_reason_count(void) FASTCM_NOEXCEPT;
 const char* fastcm_drop_reason_str(size_t reason) FASTCM_NOEXCEPT;
 
@@ -368,6 +392,7 @@ typedef struct fastcm_engine_config {
   uint32_t idle_spins;          /* empty polls before a worker sleeps */
   uint32_t half_open_per_source; /* unsettled handshakes a REQ opened, per source (LID, or GID) */
   uint32_t half_open_per_listen; /* the same, per listen */
+  uint32_t posted_calls;        /* calls queued to shards without waiting, at most; 0: calls wait */
 } fastcm_engine_config;
 
 /* The C++ defaults (1 shard, workers, engine-owned EAL, 65536 endpoints, ...).
@@ -477,11 +502,16 @@ typedef struct fastcm_sidr_rep_received {
   size_t info_len;
 } fastcm_sidr_rep_received;
 
+typedef struct fastcm_call_failed {
+  uint8_t call;                 /* fastcm_api_call */
+  uint8_t status;               /* fastcm_status the call would have returned */
+} fastcm_call_failed;
+
 /* One CM event. Every pointer in it points into the received MAD (`mad`; NULL for timeouts): a
  * callback's event is valid until the callback returns (fastcm_retain keeps it until
  * fastcm_release); a polled event until fastcm_release. The union member named by `type` is set:
- * req (REQ_RECEIVED), rep (REP_RECEIVED), rej, mra, lap, apr, sidr_req, sidr_rep; other types carry
- * no parameters. */
+ * req (REQ_RECEIVED), rep (REP_RECEIVED), rej, mra, lap, apr, sidr_req, sidr_rep, call_failed
+ * (CALL_FAILED); other types carry no parameters. */
 typedef struct fastcm_event {
   fastcm_event_type type;
   fastcm_id id;                 /* the endpoint the event is about */
@@ -498,6 +528,7 @@ typedef struct fastcm_event {
     fastcm_apr_received apr;
     fastcm_sidr_req_received sidr_req;
     fastcm_sidr_rep_received sidr_rep;
+    fastcm_call_failed call_failed;
   } u;
 } fastcm_event;
 
@@ -569,7 +600,7 @@ fastcm_status fastcm_listen(fastcm_engine* engine, const fastcm_listen_params* p
 fastcm_status fastcm_create_id(fastcm_engine* engine, const fastcm_delivery* delivery,
                                void* context, fastcm_id* out) FASTCM_NOEXCEPT;
 /* Replaces the endpoint's context for the events that follow.
- * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+ * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard, or posted.
  * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_set_context(fastcm_engine* engine, fastcm_id id, void* context) FASTCM_NOEXCEPT;
 
@@ -692,11 +723,13 @@ void fastcm_sidr_rep_params_init(fastcm_sidr_rep_params* params) FASTCM_NOEXCEPT
 
 /* Each sends its message on the endpoint, in the states the IBTA state machine allows it (the REQ
  * from idle, the REP in req_rcvd or mra_req_sent, ...), with its private data.
- * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+ * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard, or posted.
  * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE (not allowed in the endpoint's state),
  *         FASTCM_ERR_INVALID_ARGUMENT (a field or the private data out of range: at most the
  *         FASTCM_MAX_*_PRIVATE_DATA above), FASTCM_ERR_NO_RESOURCES (MAD pool empty),
- *         FASTCM_ERR_WOULD_DEADLOCK (from another shard's callback). */
+ *         FASTCM_ERR_WOULD_DEADLOCK (from another shard's callback). Posted: STALE_ID,
+ *         INVALID_ARGUMENT (private data, ARI or info too long) and WOULD_DEADLOCK returned, the
+ *         rest as FASTCM_EVENT_CALL_FAILED. */
 fastcm_status fastcm_send_req(fastcm_engine* engine, fastcm_id id, const fastcm_req_params* params) FASTCM_NOEXCEPT;
 fastcm_status fastcm_send_rep(fastcm_engine* engine, fastcm_id id, const fastcm_rep_params* params) FASTCM_NOEXCEPT;
 fastcm_status fastcm_send_rtu(fastcm_engine* engine, fastcm_id id, const uint8_t* private_data,
@@ -715,7 +748,7 @@ fastcm_status fastcm_send_sidr_rep(fastcm_engine* engine, fastcm_id id,
                                    const fastcm_sidr_rep_params* params) FASTCM_NOEXCEPT;
 
 /* Passive side: data arrived before the RTU; the endpoint becomes established.
- * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard.
+ * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard, or posted.
  * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_INVALID_STATE (not rep_sent or mra_rep_rcvd),
  *         FASTCM_ERR_WOULD_DEADLOCK. */
 fastcm_status fastcm_establish(fastcm_engine* engine, fastcm_id id) FASTCM_NOEXCEPT;

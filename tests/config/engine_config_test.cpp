@@ -171,6 +171,13 @@ TEST(EngineConfigCheck, HalfOpenPerListen) {
                    {"2^24", [](EngineConfig& c) { c.half_open_per_listen = 1u << 24; }}});
 }
 
+TEST(EngineConfigCheck, PostedCalls) {
+  expect_refused(ConfigField::posted_calls,
+                 {{"2^20 + 1", [](EngineConfig& c) { c.posted_calls = (1u << 20) + 1; }}});
+  expect_accepted({{"0", [](EngineConfig& c) { c.posted_calls = 0; }},
+                   {"2^20", [](EngineConfig& c) { c.posted_calls = 1u << 20; }}});
+}
+
 TEST(EngineConfigCheck, IdleSpinsTakesAnyValue) {
   expect_accepted({{"0", [](EngineConfig& c) { c.idle_spins = 0; }},
                    {"2^32 - 1 (never sleep)", [](EngineConfig& c) { c.idle_spins = ~0u; }}});

@@ -455,7 +455,7 @@ class SoakRun {
         case Call::send_dreq: return e.send_dreq(ep.id, {});
         case Call::send_drep: return e.send_drep(ep.id, {});
         case Call::establish: return e.establish(ep.id);
-        case Call::send_req: break;
+        default: break;  // kCalls holds only the calls above
       }
       return Status::not_supported;
     });

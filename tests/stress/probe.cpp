@@ -37,7 +37,7 @@ const char* name(EventType t) noexcept {
       "req_received",      "req_error",      "rep_received",     "rep_error",     "rtu_received",
       "user_established",  "rej_received",   "mra_received",     "dreq_received", "dreq_error",
       "drep_received",     "timewait_exit",  "lap_received",     "lap_error",     "apr_received",
-      "sidr_req_received", "sidr_req_error", "sidr_rep_received"};
+      "sidr_req_received", "sidr_req_error", "sidr_rep_received", "call_failed"};
   const auto i = static_cast<std::size_t>(t);
   return i < kEventTypes ? kNames[i] : "?";
 }

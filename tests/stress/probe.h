@@ -36,7 +36,7 @@
 namespace fastcm::stress {
 
 inline constexpr std::size_t kEventTypes =
-    static_cast<std::size_t>(EventType::sidr_rep_received) + 1;
+    static_cast<std::size_t>(EventType::call_failed) + 1;
 
 enum class Role : std::uint8_t { client, server, idle };
 

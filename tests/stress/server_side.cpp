@@ -224,6 +224,16 @@ void ServerSide::on_endpoint_event(const Event& event, Probe& probe,
       return;
     case EventType::mra_received:
       return;
+    case EventType::call_failed: {
+      // A posted answer's refusal: the polled REQ's endpoint had moved on (on_request's
+      // invalid_state, reported instead of returned). Anything else is wrong.
+      const auto& failed = std::get<CallFailed>(event.params);
+      if (!polled_from || failed.status != Status::invalid_state) {
+        ledger_.violation(std::string("call_failed: ") + std::string(to_string(failed.call)) + " " +
+                          std::string(to_string(failed.status)) + ": " + probe.describe());
+      }
+      return;
+    }
     default:
       ledger_.violation(std::string("unexpected server event ") + name(event.type) + ": " +
                         probe.describe());

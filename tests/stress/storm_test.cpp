@@ -35,16 +35,19 @@ struct StormShape {
   // Connections in flight per client thread. The polling thread answers each REQ with shard
   // commands it waits for, so it serves fewer in time than callbacks do.
   std::uint32_t window;
+  // The server posts the polling thread's calls (EngineConfig::posted_calls) instead: refusals
+  // come back as call_failed events.
+  bool posted = false;
 };
 
 void PrintTo(const StormShape& shape, std::ostream* out) {
   *out << shape.server_shards << " server shards, " << (shape.polled ? "poll" : "callback")
-       << " delivery, " << shape.window << " in flight per client thread";
+       << " delivery" << (shape.posted ? " (posted calls), " : ", ") << shape.window << " in flight per client thread";
 }
 
 std::string shape_name(const ::testing::TestParamInfo<StormShape>& info) {
   return std::to_string(info.param.server_shards) + "Shards" +
-         (info.param.polled ? "Polled" : "Callbacks");
+         (info.param.polled ? "Polled" : "Callbacks") + (info.param.posted ? "Posted" : "");
 }
 
 constexpr std::uint32_t kClientShards = 2;
@@ -84,8 +87,9 @@ TEST_P(Storm, EveryHandshakeEndsAndEverythingIsReturned) {
   main_listen.ledger = &ledger;
   main_listen.service_id = kMainService;
 
-  StressCluster cluster(engine_config(shape.server_shards), engine_config(kClientShards),
-                        kStormFaults);
+  EngineConfig server_config = engine_config(shape.server_shards);
+  if (shape.posted) server_config.posted_calls = 256;  // few: the full pool's waiting path runs too
+  StressCluster cluster(server_config, engine_config(kClientShards), kStormFaults);
   ASSERT_TRUE(cluster.ready()) << "Engine::create failed";
   ServerSide server(cluster.server(), arena, ledger);
   ClientSide client(cluster, arena, ledger);
@@ -225,7 +229,7 @@ TEST_P(Storm, EveryHandshakeEndsAndEverythingIsReturned) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Storm,
                          ::testing::Values(StormShape{4, false, 24}, StormShape{2, false, 24},
-                                           StormShape{4, true, 6}),
+                                           StormShape{4, true, 6}, StormShape{4, true, 24, true}),
                          shape_name);
 
 }  // namespace

@@ -1,0 +1,142 @@
+#include "shards/posted_call.h"
+
+#include <rte_errno.h>
+#include <rte_mempool.h>
+
+#include <algorithm>
+#include <new>
+#include <system_error>
+#include <type_traits>
+
+#include "engine/protocol.h"
+#include "shards/wait_word.h"
+
+namespace fastcm::shards {
+
+// Pool records are reused by placement new, never destroyed.
+static_assert(std::is_trivially_destructible_v<PostedCall>);
+
+bool PostedCall::keep(Bytes& field, std::span<std::uint8_t> room, std::size_t max) noexcept {
+  if (field.size() > max || field.size() > room.size()) return false;
+  std::copy(field.begin(), field.end(), room.begin());
+  field = Bytes(room.data(), field.size());
+  return true;
+}
+
+void PostedCall::prepare_set_context(Id id, void* context) noexcept {
+  id_ = id;
+  call_ = ApiCall::set_context;
+  params_ = context;
+}
+
+void PostedCall::prepare_establish(Id id) noexcept {
+  id_ = id;
+  call_ = ApiCall::establish;
+  params_ = std::monostate{};
+}
+
+Status PostedCall::prepare(Id id, ApiCall call, std::span<const std::uint8_t> private_data) noexcept {
+  std::size_t max = 0;
+  switch (call) {
+    case ApiCall::send_rtu: max = kMaxRtuPrivateData; break;
+    case ApiCall::send_dreq: max = kMaxDreqPrivateData; break;
+    case ApiCall::send_drep: max = kMaxDrepPrivateData; break;
+    default: return Status::invalid_argument;  // a call with parameters of its own
+  }
+  id_ = id;
+  call_ = call;
+  Bytes& copy = params_.emplace<Bytes>(private_data);
+  return keep(copy, private_data_, max) ? Status::ok : Status::invalid_argument;
+}
+
+namespace {
+
+// Each send's call and the most private data its message carries.
+template <typename Message>
+struct SendOf;
+template <> struct SendOf<ReqParams> { static constexpr ApiCall call = ApiCall::send_req; static constexpr std::size_t max = kMaxReqPrivateData; };
+template <> struct SendOf<RepParams> { static constexpr ApiCall call = ApiCall::send_rep; static constexpr std::size_t max = kMaxRepPrivateData; };
+template <> struct SendOf<RejParams> { static constexpr ApiCall call = ApiCall::send_rej; static constexpr std::size_t max = kMaxRejPrivateData; };
+template <> struct SendOf<MraParams> { static constexpr ApiCall call = ApiCall::send_mra; static constexpr std::size_t max = kMaxMraPrivateData; };
+template <> struct SendOf<LapParams> { static constexpr ApiCall call = ApiCall::send_lap; static constexpr std::size_t max = kMaxLapPrivateData; };
+template <> struct SendOf<AprParams> { static constexpr ApiCall call = ApiCall::send_apr; static constexpr std::size_t max = kMaxAprPrivateData; };
+template <> struct SendOf<SidrReqParams> { static constexpr ApiCall call = ApiCall::send_sidr_req; static constexpr std::size_t max = kMaxSidrReqPrivateData; };
+template <> struct SendOf<SidrRepParams> { static constexpr ApiCall call = ApiCall::send_sidr_rep; static constexpr std::size_t max = kMaxSidrRepPrivateData; };
+
+}  // namespace
+
+template <typename Message>
+Status PostedCall::prepare(Id id, const Message& p) noexcept {
+  id_ = id;
+  call_ = SendOf<Message>::call;
+  Message& copy = params_.emplace<Message>(p);
+  bool fits = keep(copy.private_data, private_data_, SendOf<Message>::max);
+  if constexpr (requires { copy.ari; }) fits = fits && keep(copy.ari, info_, kMaxAdditionalInfo);
+  if constexpr (requires { copy.info; }) fits = fits && keep(copy.info, info_, kMaxAdditionalInfo);
+  return fits ? Status::ok : Status::invalid_argument;
+}
+template Status PostedCall::prepare(Id, const ReqParams&) noexcept;
+template Status PostedCall::prepare(Id, const RepParams&) noexcept;
+template Status PostedCall::prepare(Id, const RejParams&) noexcept;
+template Status PostedCall::prepare(Id, const MraParams&) noexcept;
+template Status PostedCall::prepare(Id, const LapParams&) noexcept;
+template Status PostedCall::prepare(Id, const AprParams&) noexcept;
+template Status PostedCall::prepare(Id, const SidrReqParams&) noexcept;
+template Status PostedCall::prepare(Id, const SidrRepParams&) noexcept;
+
+Status PostedCall::dispatch(engine::Protocol& protocol) const noexcept {
+  const auto& p = params_;
+  switch (call_) {
+    case ApiCall::set_context: return protocol.set_context(id_, *std::get_if<void*>(&p));
+    case ApiCall::send_req: return protocol.send_req(id_, *std::get_if<ReqParams>(&p));
+    case ApiCall::send_rep: return protocol.send_rep(id_, *std::get_if<RepParams>(&p));
+    case ApiCall::send_rtu: return protocol.send_rtu(id_, *std::get_if<Bytes>(&p));
+    case ApiCall::send_rej: return protocol.send_rej(id_, *std::get_if<RejParams>(&p));
+    case ApiCall::send_mra: return protocol.send_mra(id_, *std::get_if<MraParams>(&p));
+    case ApiCall::send_dreq: return protocol.send_dreq(id_, *std::get_if<Bytes>(&p));
+    case ApiCall::send_drep: return protocol.send_drep(id_, *std::get_if<Bytes>(&p));
+    case ApiCall::send_lap: return protocol.send_lap(id_, *std::get_if<LapParams>(&p));
+    case ApiCall::send_apr: return protocol.send_apr(id_, *std::get_if<AprParams>(&p));
+    case ApiCall::send_sidr_req: return protocol.send_sidr_req(id_, *std::get_if<SidrReqParams>(&p));
+    case ApiCall::send_sidr_rep: return protocol.send_sidr_rep(id_, *std::get_if<SidrRepParams>(&p));
+    case ApiCall::establish: return protocol.establish(id_);
+  }
+  return Status::invalid_argument;
+}
+
+void PostedCall::run(engine::Protocol& protocol) noexcept {
+  protocol.run_posted(id_, call_, [this](engine::Protocol& p) { return dispatch(p); });
+  if (pool_ != nullptr) {
+    pool_->give_back(*this);
+  } else {
+    set_and_wake(done_);  // the waiter may pop the record off its stack from here on
+  }
+}
+
+void PostedCall::wait_until_run() noexcept { wait_until_set(done_); }
+
+PostedCallPool::PostedCallPool(const std::string& name, std::uint32_t capacity) {
+  // No cache (0): a record in a per-lcore cache would be neither free to others nor posted. Flags
+  // 0: multi-producer puts and multi-consumer gets.
+  pool_ = rte_mempool_create(name.c_str(), capacity, sizeof(PostedCall), 0, 0, nullptr, nullptr, nullptr, nullptr,
+                             SOCKET_ID_ANY, 0);
+  if (pool_ == nullptr) {
+    throw std::system_error(rte_errno, std::generic_category(), "rte_mempool_create(" + name + ")");
+  }
+}
+
+PostedCallPool::~PostedCallPool() { rte_mempool_free(pool_); }
+
+PostedCall* PostedCallPool::take() noexcept {
+  void* raw = nullptr;
+  if (rte_mempool_get(pool_, &raw) != 0) return nullptr;
+  auto* call = new (raw) PostedCall();
+  call->pool_ = this;
+  return call;
+}
+
+void PostedCallPool::give_back(PostedCall& call) noexcept { rte_mempool_put(pool_, &call); }
+
+std::uint32_t PostedCallPool::in_use() const noexcept { return rte_mempool_in_use_count(pool_); }
+
+}  // namespace fastcm::shards

@@ -1,0 +1,108 @@
+// A call an application thread posts to an endpoint's shard instead of waiting for it
+// (fastcm/engine.h, "Posted calls"): which call, on which endpoint, and a copy of its parameters,
+// private data included, in one fixed-size record. Records come from PostedCallPool, an
+// rte_mempool of EngineConfig::posted_calls records; a thread that finds it empty fills a record
+// on its own stack instead and waits until the shard has run it, so the pool bounds what is queued
+// without ever refusing a call.
+//
+// Thread contract: the posting thread fills a record (prepare) and posts it; the inbox's ring
+// publishes the record to the shard (the ring's release/acquire pair on its tail), which runs it
+// (run) and then completes it: a pooled record goes back to its pool, a stack record's waiter is
+// woken. Neither side touches the record after its part.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+
+#include "fastcm/event.h"
+#include "fastcm/id.h"
+#include "fastcm/params.h"
+#include "fastcm/status.h"
+
+struct rte_mempool;
+
+namespace fastcm::engine {
+class Protocol;
+}
+
+namespace fastcm::shards {
+
+class PostedCallPool;
+
+class PostedCall {
+ public:
+  // A stack record: its poster waits for it (wait_until_run).
+  PostedCall() noexcept = default;
+  PostedCall(const PostedCall&) = delete;
+  PostedCall& operator=(const PostedCall&) = delete;
+
+  // Fill the record with a call and its parameters, spans copied into the record. Errors:
+  // invalid_argument when private data, ARI or info is longer than the call's message carries
+  // (the record must then be prepared again before it is posted).
+  void prepare_set_context(Id id, void* context) noexcept;
+  void prepare_establish(Id id) noexcept;
+  // send_rtu, send_dreq or send_drep: their only parameter is the private data.
+  [[nodiscard]] Status prepare(Id id, ApiCall call, std::span<const std::uint8_t> private_data) noexcept;
+  // The other sends: `Message` is their parameter struct (ReqParams ... SidrRepParams).
+  template <typename Message>
+  [[nodiscard]] Status prepare(Id id, const Message& p) noexcept;
+
+  [[nodiscard]] Id id() const noexcept { return id_; }
+  [[nodiscard]] ApiCall call() const noexcept { return call_; }
+
+  // The shard's thread: runs the call on `protocol` (Protocol::run_posted: a refusal becomes a
+  // call_failed event), then completes the record. The record must not be touched afterwards.
+  void run(engine::Protocol& protocol) noexcept;
+  // The poster of a stack record, after posting it: returns once the shard has run it.
+  void wait_until_run() noexcept;
+  // Whether the poster waits for this record (a stack record).
+  [[nodiscard]] bool waited() const noexcept { return pool_ == nullptr; }
+
+ private:
+  friend class PostedCallPool;
+  using Bytes = std::span<const std::uint8_t>;
+  using Params = std::variant<std::monostate, void*, Bytes, ReqParams, RepParams, RejParams, MraParams, LapParams,
+                              AprParams, SidrReqParams, SidrRepParams>;
+
+  [[nodiscard]] Status dispatch(engine::Protocol& protocol) const noexcept;
+  // Copies `field` into `room` (at most `max` bytes) and points `field` at the copy.
+  [[nodiscard]] static bool keep(Bytes& field, std::span<std::uint8_t> room, std::size_t max) noexcept;
+
+  Id id_;
+  ApiCall call_ = ApiCall::establish;
+  PostedCallPool* pool_ = nullptr;  // the pool the record goes back to; null for a stack record
+  // Set by the shard once a stack record ran (wait_word.h); unused for pooled records.
+  std::atomic<std::uint32_t> done_{0};
+  Params params_;
+  std::array<std::uint8_t, kMaxRtuPrivateData> private_data_;  // the longest private data
+  std::array<std::uint8_t, kMaxAdditionalInfo> info_;          // ARI or info
+};
+
+// The engine's bounded supply of PostedCall records: an rte_mempool without per-thread caches, so
+// `capacity` records are the exact bound on calls queued and none sit in a cache. Needs EAL.
+// Thread contract: take and give_back from any threads at once (multi-producer, multi-consumer).
+class PostedCallPool {
+ public:
+  // Throws std::system_error (DPDK's rte_errno) when DPDK cannot make the pool. `name` is unique
+  // among the process's mempools; capacity ≥ 1.
+  PostedCallPool(const std::string& name, std::uint32_t capacity);
+  ~PostedCallPool();
+  PostedCallPool(const PostedCallPool&) = delete;
+  PostedCallPool& operator=(const PostedCallPool&) = delete;
+
+  // A free record, or null when every record is posted. Never blocks.
+  [[nodiscard]] PostedCall* take() noexcept;
+  // Returns a record take() gave. Never blocks.
+  void give_back(PostedCall& call) noexcept;
+  // Records taken and not yet given back (a snapshot).
+  [[nodiscard]] std::uint32_t in_use() const noexcept;
+
+ private:
+  rte_mempool* pool_ = nullptr;
+};
+
+}  // namespace fastcm::shards
