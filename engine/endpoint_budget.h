@@ -16,34 +16,49 @@ class EndpointBudget {
  public:
   explicit EndpointBudget(std::uint32_t limit) noexcept : limit_(limit) {}
 
-  // Takes one endpoint; false, taking nothing, when all are taken.
-  [[nodiscard]] bool take() noexcept {
+  // Takes one endpoint; false, taking nothing, when all are taken. A spare (a shard's endpoint
+  // made ahead of create_id, shards/spare_endpoints.h) counts toward the limit but not toward
+  // used() and the high-water mark until adopt() hands it to the application.
+  [[nodiscard]] bool take(bool spare = false) noexcept {
     // Relaxed: a count, nothing is published through it (the endpoint lives in its shard).
-    std::uint32_t used = used_.load(std::memory_order_relaxed);
+    std::uint64_t word = word_.load(std::memory_order_relaxed);
+    const std::uint64_t step = spare ? kOneSpare + 1 : 1;
     do {
-      if (used >= limit_) return false;
-    } while (!used_.compare_exchange_weak(used, used + 1, std::memory_order_relaxed));
-    raise_high_water(used + 1);
+      if (taken(word) >= limit_) return false;
+    } while (!word_.compare_exchange_weak(word, word + step, std::memory_order_relaxed));
+    if (!spare) raise_high_water(word + step);
     return true;
   }
-  void give() noexcept { used_.fetch_sub(1, std::memory_order_relaxed); }
-  // Taken now: a snapshot where other threads take and give.
-  [[nodiscard]] std::uint32_t used() const noexcept { return used_.load(std::memory_order_relaxed); }
+  // A spare taken by the application.
+  void adopt() noexcept { raise_high_water(word_.fetch_sub(kOneSpare, std::memory_order_relaxed) - kOneSpare); }
+  // Gives back an endpoint the application held.
+  void give() noexcept { word_.fetch_sub(1, std::memory_order_relaxed); }
+  // Held by the application now (spares not counted): a snapshot where other threads take and give.
+  [[nodiscard]] std::uint32_t used() const noexcept { return held(word_.load(std::memory_order_relaxed)); }
   [[nodiscard]] std::uint32_t limit() const noexcept { return limit_; }
-  // The most taken at once so far (exact: every take that sets a new mark raises it).
+  // The most the application held at once so far (exact: every change that sets a new mark
+  // raises it).
   [[nodiscard]] std::uint32_t high_water() const noexcept { return high_water_.load(std::memory_order_relaxed); }
 
  private:
-  // Relaxed like used_: a statistic. The compare costs a load of the same cache line per take; a
+  // One word, so that every change sees both counts at once: all endpoints taken in the low half,
+  // the spares among them in the high half.
+  static constexpr std::uint64_t kOneSpare = std::uint64_t{1} << 32;
+  [[nodiscard]] static std::uint32_t taken(std::uint64_t word) noexcept { return static_cast<std::uint32_t>(word); }
+  [[nodiscard]] static std::uint32_t held(std::uint64_t word) noexcept {
+    return taken(word) - static_cast<std::uint32_t>(word >> 32);
+  }
+  // Relaxed like word_: a statistic. The compare costs a load of the same cache line per take; a
   // store only when a new mark is set.
-  void raise_high_water(std::uint32_t used) noexcept {
+  void raise_high_water(std::uint64_t word) noexcept {
+    const std::uint32_t now = held(word);
     std::uint32_t mark = high_water_.load(std::memory_order_relaxed);
-    while (used > mark && !high_water_.compare_exchange_weak(mark, used, std::memory_order_relaxed)) {
+    while (now > mark && !high_water_.compare_exchange_weak(mark, now, std::memory_order_relaxed)) {
     }
   }
 
   std::uint32_t limit_;
-  std::atomic<std::uint32_t> used_{0};
+  std::atomic<std::uint64_t> word_{0};
   std::atomic<std::uint32_t> high_water_{0};
 };
 

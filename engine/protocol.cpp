@@ -467,8 +467,8 @@ void Protocol::free_endpoint(Cep& cep) noexcept {
   env_.budget.give();
 }
 
-Cep* Protocol::allocate_endpoint() noexcept {
-  if (!env_.pool.room_for_handshake() || !env_.budget.take()) return nullptr;
+Cep* Protocol::allocate_endpoint(bool spare) noexcept {
+  if (!env_.pool.room_for_handshake() || !env_.budget.take(spare)) return nullptr;
   Cep* cep = table_.allocate();
   if (cep == nullptr) env_.budget.give();
   return cep;
@@ -477,12 +477,31 @@ Cep* Protocol::allocate_endpoint() noexcept {
 // ---- commands shared by every state ------------------------------------------------------------
 
 Status Protocol::create_id(const Delivery& delivery, void* context, Id& out) noexcept {
-  if ((delivery.handler == nullptr) == (delivery.queue == nullptr)) return Status::invalid_argument;
+  if (!delivery.valid()) return Status::invalid_argument;
   Cep* cep = allocate_endpoint();
   if (cep == nullptr) return Status::no_resources;
   attach(*cep, delivery, context);
   out = CepTable::id_of(*cep);
   return Status::ok;
+}
+
+namespace {
+void discard_event(const Event&, void*) noexcept {}
+}  // namespace
+
+Status Protocol::create_spare(Id& out) noexcept {
+  Cep* cep = allocate_endpoint(true);
+  if (cep == nullptr) return Status::no_resources;
+  attach(*cep, Delivery{.handler = &discard_event}, nullptr);
+  out = CepTable::id_of(*cep);
+  return Status::ok;
+}
+
+void Protocol::adopt_spare(Id id, const Delivery& delivery, void* context) noexcept {
+  Cep& cep = table_.at(env_.layout.decode(id.comm_id()).slot);
+  cep.delivery = delivery;
+  cep.context = context;
+  env_.budget.adopt();
 }
 
 Status Protocol::set_context(Id id, void* context) noexcept {

@@ -82,6 +82,16 @@ class Protocol {
 
   // ---- commands (see fastcm/engine.h for their contracts) -------------------------------------
   Status create_id(const Delivery& delivery, void* context, Id& out) noexcept;
+  // A spare endpoint (shards/spare_endpoints.h): an idle endpoint created ahead of any create_id,
+  // attached, whose delivery discards everything until adopt_spare() gives it the application's.
+  // Nothing can happen to it before then: no peer knows its comm ID.
+  Status create_spare(Id& out) noexcept;
+  // Hands spare `id` to the application. The one exception to the thread contract: called by the
+  // thread that took `id` from the spare endpoints, on another thread than the shard's, before it
+  // tells anyone the Id. The shard never touches a spare's delivery and context meanwhile, and
+  // whatever makes the Id reach the shard again (the shard inbox's ring, or the application's own
+  // hand-over to a callback running there) orders these writes before the shard's reads.
+  void adopt_spare(Id id, const Delivery& delivery, void* context) noexcept;
   Status set_context(Id id, void* context) noexcept;
   Status send_req(Id id, const ReqParams& p) noexcept;
   Status send_rep(Id id, const RepParams& p) noexcept;
@@ -240,7 +250,7 @@ class Protocol {
   // A fresh endpoint within the engine's budget, or null (table or budget exhausted, or no room
   // for a new handshake in the shard's MADs, MadPool::room_for_handshake: a REQ is then rejected
   // "no resources").
-  Cep* allocate_endpoint() noexcept;
+  Cep* allocate_endpoint(bool spare = false) noexcept;  // spare: see create_spare
   // Returns the endpoint to the free list: releases its MADs, timer, index entries and backlog
   // count. Runs when time-wait ends, or at once for endpoints that never left idle.
   void free_endpoint(Cep& cep) noexcept;

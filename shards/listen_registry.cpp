@@ -78,9 +78,7 @@ ListenRegistry::ListenRegistry(std::uint32_t capacity, Epoch& epoch)
 ListenRegistry::~ListenRegistry() { free_snapshot(current_.load(std::memory_order_relaxed)); }
 
 Status ListenRegistry::add(const ListenParams& params, Id& out) noexcept {
-  const bool has_handler = params.delivery.handler != nullptr;
-  const bool has_queue = params.delivery.queue != nullptr;
-  if (has_handler == has_queue || params.backlog == 0) return Status::invalid_argument;
+  if (!params.delivery.valid() || params.backlog == 0) return Status::invalid_argument;
 
   const std::lock_guard lock(mutex_);
   // Relaxed: current_ is only stored under mutex_, which this thread holds.

@@ -64,7 +64,9 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
       snapshot_(env.fabric.ports().size()),
       pending_destroys_(env.endpoints),
       mad_credits_(env.config.shard_inbox),
-      unkept_drops_(std::make_unique<std::atomic<std::uint64_t>[]>(env.fabric.ports().size())) {}
+      unkept_drops_(std::make_unique<std::atomic<std::uint64_t>[]>(env.fabric.ports().size())) {
+  if (env.config.posted_calls > 0 && env.config.threading == Threading::workers) spares_.emplace(env.index);
+}
 
 Shard::~Shard() {
   // Whatever is still queued: MADs go back to the pool; control items cannot be left (the engine
@@ -98,6 +100,7 @@ std::size_t Shard::run_batch() noexcept {
     work += n;
   }
   work += protocol_.on_timers();
+  if (spares_) work += spares_->top_up(protocol_);
   sends_.flush();
   in_batch_ = false;
   // Nothing of the listen snapshot (or any retired object) is held past this point.
@@ -323,6 +326,15 @@ Status Shard::post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) n
   pending_destroys_[slot] = PendingDestroy{on_destroyed, ctx, id.generation()};
   post_control(InboxItem::destroy(slot));
   return Status::ok;
+}
+
+bool Shard::take_spare(const Delivery& delivery, void* context, Id& out) noexcept {
+  if (!spares_) return false;
+  const std::optional<Id> spare = spares_->take();
+  if (!spare) return false;
+  protocol_.adopt_spare(*spare, delivery, context);
+  out = *spare;
+  return true;
 }
 
 void Shard::post_stale(engine::MadBuf& cause) noexcept {

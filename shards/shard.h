@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "shards/posted_call.h"
 #include "shards/send_batch.h"
 #include "shards/shard_inbox.h"
+#include "shards/spare_endpoints.h"
 
 namespace fastcm::shards {
 
@@ -137,6 +139,12 @@ class Shard final : private engine::Outbox {
   [[nodiscard]] Status post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
   // Whether `id` names a live endpoint of this shard that no destroy has detached (a snapshot).
   [[nodiscard]] bool attached(Id id) const noexcept { return protocol_.table().attached(id); }
+  // create_id without the shard (EngineConfig::posted_calls; spare_endpoints.h): takes one of the
+  // shard's spare endpoints, gives it `delivery` and `context` and names it in `out`; false (and
+  // `out` untouched) when the shard keeps none or has none left. Never blocks.
+  [[nodiscard]] bool take_spare(const Delivery& delivery, void* context, Id& out) noexcept;
+  // Spare endpoints waiting for a create_id (a snapshot).
+  [[nodiscard]] std::uint32_t spare_endpoints() const noexcept { return spares_ ? spares_->count() : 0; }
   // Asks the shard to judge `cause` and disconnect the endpoint it finds stale (see
   // Protocol::on_stale); takes a reference on `cause`. Never fails.
   void post_stale(engine::MadBuf& cause) noexcept;
@@ -187,6 +195,7 @@ class Shard final : private engine::Outbox {
   engine::Protocol protocol_;
   SendBatch sends_;  // after protocol_, which it counts into
   ShardInbox inbox_;
+  std::optional<SpareEndpoints> spares_;  // with posted calls (workers threading) only
   std::vector<PortPoller*> ports_;  // the ports this shard's worker polls (workers threading)
   DeferQueue retired_;     // on_destroyed calls waiting for a grace period
   CounterSnapshot snapshot_;

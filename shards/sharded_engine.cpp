@@ -187,15 +187,27 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
 
   // ---- endpoints -------------------------------------------------------------------------------
   Status create_id(const Delivery& delivery, void* context, Id& out) override {
-    // A callback's new endpoint stays on its shard; others are spread round-robin.
-    Shard* shard = nullptr;
+    const auto create = [&](engine::Protocol& p) { return p.create_id(delivery, context, out); };
+    // A callback's new endpoint stays on its shard.
     for (auto& s : shards_) {
-      if (Shard::on_worker_thread() && s->owned_by_caller()) shard = s.get();
+      if (Shard::on_worker_thread() && s->owned_by_caller()) return run_on(*s, create);
     }
-    if (shard == nullptr) {
-      shard = shards_[next_shard_.fetch_add(1, std::memory_order_relaxed) % shards_.size()].get();
+    // Others are spread round-robin, from the shards' spare endpoints when they keep some (every
+    // shard's, before one is asked to make one). no_resources only once every shard said so: the
+    // tables are per shard, and a shard that had no spare a moment ago may have made some since
+    // (they hold the budget the refusal saw spent).
+    if (!delivery.valid()) return Status::invalid_argument;
+    const std::uint32_t first = next_shard_.fetch_add(1, std::memory_order_relaxed);
+    const auto nth = [&](std::uint32_t i) -> Shard& { return *shards_[(first + i) % shards_.size()]; };
+    for (std::uint32_t i = 0; i < shards_.size(); ++i) {
+      if (nth(i).take_spare(delivery, context, out)) return Status::ok;
     }
-    return run_on(*shard, [&](engine::Protocol& p) { return p.create_id(delivery, context, out); });
+    Status status = Status::no_resources;
+    for (std::uint32_t i = 0; i < shards_.size() && status == Status::no_resources; ++i) {
+      status = run_on(nth(i), create);
+      if (status == Status::no_resources && nth(i).take_spare(delivery, context, out)) return Status::ok;
+    }
+    return status;
   }
   Status set_context(Id id, void* context) override {
     return post_or_run(
@@ -378,7 +390,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     }
     if (Shard::on_worker_thread()) return Status::would_deadlock;
     struct Call : shards::Command {
-      F* fn = nullptr;
+      std::remove_reference_t<F>* fn = nullptr;
       Status status = Status::ok;
     } call;
     call.fn = &f;

@@ -24,7 +24,9 @@
 //   returned) on the endpoint's delivery, unless the endpoint was destroyed meanwhile (no event
 //   follows a destroy). When posted_calls calls are queued already, a call waits for its shard
 //   instead ("hand-off"), with the same outcome: ok returned, a refusal as the event; from another
-//   shard's callback, where it cannot wait, it returns would_deadlock. create_id and the queries
+//   shard's callback, where it cannot wait, it returns would_deadlock. create_id outside a
+//   callback takes one of the idle endpoints each shard keeps spare (up to 64, counted in
+//   max_endpoints) without waiting, and waits for a shard only when none is left. The queries
 //   (init_qp_attr, last_private_data, connection_info) always wait: their answer is the shard's.
 // - Threading::caller: nothing runs unless the caller drives progress(), which polls every port and
 //   runs every shard on the calling thread (an SPDK-style reactor, or a test with a virtual clock).
@@ -70,6 +72,9 @@ struct Delivery {
   EventHandler handler = nullptr;
   void* handler_context = nullptr;
   EventQueue* queue = nullptr;
+
+  // Exactly one of handler and queue is set.
+  [[nodiscard]] constexpr bool valid() const noexcept { return (handler == nullptr) != (queue == nullptr); }
 };
 
 struct ListenParams {
@@ -103,7 +108,9 @@ struct CidKey {
 // its fabric, its shards, and the levels of its bounded resources.
 struct EngineLevels {
   std::vector<std::uint8_t> port_numbers;  // the fabric's, in Fabric::ports() order
-  Level endpoints;                          // live endpoints, time-wait included (max_endpoints)
+  // Live endpoints, time-wait included (max_endpoints), without the spares shards keep for
+  // create_id (posted_calls), which count toward the limit.
+  Level endpoints;
   std::vector<ShardLevels> shards;          // one per shard
   // One per event queue, in create_event_queue order: events waiting, the most that waited for a
   // poll at once, the capacity.
@@ -263,7 +270,8 @@ class Engine {
   // ---- endpoints -----------------------------------------------------------------------------
   // A new idle endpoint for the active side (send_req / send_sidr_req); `context` is its events'
   // Event::context. From a callback it lives on the callback's shard; otherwise shards take turns.
-  // Threads: any; from a callback too. Blocks: hand-off to the new endpoint's shard.
+  // Threads: any; from a callback too. Blocks: hand-off to the new endpoint's shard; with
+  //   posted_calls, no, while a shard has a spare endpoint (see "Posted calls").
   // Errors: no_resources (the shard's endpoint table is full), invalid_argument (no delivery).
   virtual Status create_id(const Delivery& delivery, void* context, Id& out) = 0;
   // Replaces the endpoint's context for the events that follow.

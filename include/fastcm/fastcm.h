@@ -594,7 +594,8 @@ fastcm_status fastcm_listen(fastcm_engine* engine, const fastcm_listen_params* p
                             fastcm_id* out) FASTCM_NOEXCEPT;
 /* A new idle endpoint for the active side; context is its events' fastcm_event.context. From a
  * callback it lives on the callback's shard; otherwise shards take turns.
- * Threads: any; from a callback too. Blocks: hand-off to the new endpoint's shard.
+ * Threads: any; from a callback too. Blocks: hand-off to the new endpoint's shard; with
+ *   posted_calls, no, while a shard has a spare endpoint (fastcm/engine.h, "Posted calls").
  * Errors: FASTCM_ERR_NO_RESOURCES (the shard's endpoint table is full),
  *         FASTCM_ERR_INVALID_ARGUMENT (no delivery). */
 fastcm_status fastcm_create_id(fastcm_engine* engine, const fastcm_delivery* delivery,

@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <variant>
 #include <vector>
@@ -178,6 +179,71 @@ TEST(PostedCalls, WithEveryRecordQueuedACallWaitsAndReportsTheSameWay) {
   }
   EXPECT_TRUE(stays_empty(engine, *queue));
   ASSERT_EQ(engine.destroy_sync(id), Status::ok);
+  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
+}
+
+TEST(PostedCalls, CreateIdGivesEachEndpointTheCallersDeliveryAndContext) {
+  const auto deadline = SteadyTime::now() + kGuard;
+  StressCluster cluster(engine_config(1), posting(4, 64));
+  ASSERT_TRUE(cluster.ready());
+  Engine& engine = cluster.client();
+  // More than the shards keep spare: some come from the spares, the rest from the shards.
+  constexpr std::uint32_t kIds = 600;
+  std::array<EventQueue*, 3> queues{};
+  for (EventQueue*& q : queues) {
+    q = engine.create_event_queue(kIds);
+    ASSERT_NE(q, nullptr);
+  }
+  std::vector<Id> ids(kIds);
+  std::vector<int> contexts(kIds);
+  for (std::uint32_t i = 0; i < kIds; ++i) {
+    ASSERT_EQ(engine.create_id(Delivery{.queue = queues[i % queues.size()]}, &contexts[i], ids[i]), Status::ok);
+    ASSERT_EQ(engine.send_rtu(ids[i], {}), Status::ok);
+  }
+  // Shards fill a queue side by side: each endpoint's event comes once, on its own queue, in any
+  // order with the others'.
+  std::map<std::uint64_t, std::uint32_t> index_of;
+  for (std::uint32_t i = 0; i < kIds; ++i) index_of[ids[i].raw] = i;
+  std::vector<bool> seen(kIds, false);
+  for (std::size_t q = 0; q < queues.size(); ++q) {
+    for (std::uint32_t n = 0; n < kIds / queues.size(); ++n) {
+      const std::optional<Seen> event = next_event(engine, *queues[q], deadline);
+      ASSERT_TRUE(event.has_value()) << "queue " << q << ": " << n << " events";
+      const auto it = index_of.find(event->event.id.raw);
+      ASSERT_NE(it, index_of.end());
+      const std::uint32_t i = it->second;
+      EXPECT_EQ(i % queues.size(), q);
+      EXPECT_FALSE(seen[i]);
+      seen[i] = true;
+      expect_call_failed(event, ids[i], &contexts[i], ApiCall::send_rtu, Status::invalid_state);
+    }
+  }
+  for (EventQueue* q : queues) EXPECT_TRUE(stays_empty(engine, *q));
+  for (const Id id : ids) ASSERT_EQ(engine.destroy_sync(id), Status::ok);
+  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
+}
+
+TEST(PostedCalls, SpareEndpointsLeaveEveryEndpointToCreateId) {
+  EngineConfig config = posting(2, 64);
+  config.max_endpoints = 300;  // about two shards' spares, twice
+  StressCluster cluster(engine_config(1), config);
+  ASSERT_TRUE(cluster.ready());
+  Engine& engine = cluster.client();
+  const Delivery delivery{.handler = [](const Event&, void*) {}};
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Id> ids;
+    Id id;
+    Status status = Status::ok;
+    while (ids.size() <= config.max_endpoints && (status = engine.create_id(delivery, nullptr, id)) == Status::ok) {
+      ids.push_back(id);
+    }
+    EXPECT_EQ(ids.size(), config.max_endpoints) << "round " << round;
+    EXPECT_EQ(status, Status::no_resources);
+    EngineLevels levels;
+    engine.levels(levels);
+    EXPECT_EQ(levels.endpoints.now, config.max_endpoints);
+    for (const Id created : ids) ASSERT_EQ(engine.destroy_sync(created), Status::ok);
+  }
   EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
 }
 

@@ -1,0 +1,37 @@
+// The engine-wide endpoint bound: spares a shard makes ahead of create_id count toward the limit
+// but are not the application's until adopted.
+#include <gtest/gtest.h>
+
+#include "engine/endpoint_budget.h"
+
+namespace fastcm::engine {
+namespace {
+
+TEST(EndpointBudget, SparesCountTowardTheLimitButNotTowardWhatTheApplicationHolds) {
+  EndpointBudget budget(3);
+  ASSERT_TRUE(budget.take(true));
+  ASSERT_TRUE(budget.take(true));
+  EXPECT_EQ(budget.used(), 0u);
+  EXPECT_EQ(budget.high_water(), 0u);
+  ASSERT_TRUE(budget.take());
+  EXPECT_EQ(budget.used(), 1u);
+  EXPECT_FALSE(budget.take()) << "two spares and one endpoint fill a budget of three";
+  EXPECT_FALSE(budget.take(true));
+
+  budget.adopt();
+  EXPECT_EQ(budget.used(), 2u);
+  EXPECT_EQ(budget.high_water(), 2u);
+  budget.give();
+  budget.give();
+  EXPECT_EQ(budget.used(), 0u);
+  EXPECT_EQ(budget.high_water(), 2u);
+  ASSERT_TRUE(budget.take());
+  ASSERT_TRUE(budget.take());
+  EXPECT_FALSE(budget.take()) << "the spare not adopted still holds its place";
+  budget.adopt();
+  EXPECT_EQ(budget.used(), 3u);
+  EXPECT_EQ(budget.high_water(), 3u);
+}
+
+}  // namespace
+}  // namespace fastcm::engine
