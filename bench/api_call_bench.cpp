@@ -1,8 +1,9 @@
 // Latency of the endpoint calls an application thread makes (not a callback): create_id, send_req
 // and destroy, each timed alone, against an engine that is busy with other connections meanwhile.
 // What an embedding application pays per call on top of the protocol: in worker threading a call
-// on an endpoint is a hand-off to the endpoint's shard (fastcm/engine.h), so this is the cost the
-// per-port-workers issue sets out to cut.
+// on an endpoint is a hand-off to the endpoint's shard (fastcm/engine.h), unless the engine posts
+// calls (EngineConfig::posted_calls, the benchmark's argument: 0 waits, 4096 posts, and create_id
+// takes a shard's spare endpoint).
 //
 // Rig: a client and a server engine (Threading::workers, kShards shards each) over one loopback
 // fabric; the server accepts every REQ and destroys its endpoint on the client's DREQ or REJ. A
@@ -49,17 +50,18 @@ void on_server_event(const Event& e, void* ctx);
 void on_client_event(const Event& e, void* ctx);
 
 struct Rig {
-  Rig() : config(storm_fabric(1, 1u << 14)), fabric(config, clock) {
-    server = Engine::create(fabric.hca(0), clock, engine_config());
-    client = Engine::create(fabric.hca(1), clock, engine_config());
+  explicit Rig(std::uint32_t posted_calls) : config(storm_fabric(1, 1u << 14)), fabric(config, clock) {
+    server = Engine::create(fabric.hca(0), clock, engine_config(posted_calls));
+    client = Engine::create(fabric.hca(1), clock, engine_config(posted_calls));
     if (!server || !client) return;
     listening = server->listen(storm_listen(1u << 12, &on_server_event, this), listen_id) == Status::ok;
   }
 
-  static EngineConfig engine_config() {
+  static EngineConfig engine_config(std::uint32_t posted_calls) {
     EngineConfig c;
     c.shards = kShards;
     c.max_endpoints = 1u << 15;
+    c.posted_calls = posted_calls;
     return c;
   }
 
@@ -155,7 +157,7 @@ bool drained(const Rig& rig) {
 }
 
 void BM_ApiCallsFromAnApplicationThread(benchmark::State& state) {
-  Rig rig;
+  Rig rig(static_cast<std::uint32_t>(state.range(0)));
   if (!rig.ready()) {
     state.SkipWithError("engine or listen setup failed");
     return;
@@ -202,6 +204,9 @@ void BM_ApiCallsFromAnApplicationThread(benchmark::State& state) {
 }
 
 BENCHMARK(BM_ApiCallsFromAnApplicationThread)
+    ->ArgName("posted_calls")
+    ->Arg(0)
+    ->Arg(4096)
     ->Iterations(kCallsPerRun)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

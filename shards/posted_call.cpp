@@ -107,7 +107,6 @@ Status PostedCall::dispatch(engine::Protocol& protocol) const noexcept {
 void PostedCall::run(engine::Protocol& protocol) noexcept {
   protocol.run_posted(id_, call_, [this](engine::Protocol& p) { return dispatch(p); });
   if (pool_ != nullptr) {
-    done_.store(1, std::memory_order_release);  // partner: PostedCallPool::take()'s acquire
     pool_->give_back(*this);
   } else {
     set_and_wake(done_);  // the waiter may pop the record off its stack from here on
@@ -117,14 +116,22 @@ void PostedCall::run(engine::Protocol& protocol) noexcept {
 void PostedCall::wait_until_run() noexcept { wait_until_set(done_); }
 
 PostedCallPool::PostedCallPool(const std::string& name, std::uint32_t capacity) {
-  // No cache (0): a record in a per-lcore cache would be neither free to others nor posted. Flags
-  // 0: multi-producer puts, multi-consumer gets. Every record is made at once, or none: the bound
-  // is exact.
-  pool_ = rte_mempool_create(name.c_str(), capacity, sizeof(PostedCall), 0, 0, nullptr, nullptr, nullptr, nullptr,
-                             SOCKET_ID_ANY, 0);
-  if (pool_ == nullptr) {
-    throw std::system_error(rte_errno, std::generic_category(), "rte_mempool_create(" + name + ")");
+  const auto fail = [&](int error, const char* step) {
+    rte_mempool_free(pool_);  // accepts null
+    throw std::system_error(error, std::generic_category(), std::string(step) + "(" + name + ")");
+  };
+  // No cache (0): a record in a per-lcore cache would be neither free to others nor posted.
+  // Ring ops RTS ("ring_mt_rts", as the MAD pool's): rte_mempool_create's classic MP/MC ring
+  // makes each put wait for the puts that reserved before it, and a shard preempted inside its
+  // put then stalls every other shard's. Measured here with fastcm-bench --mode poll --disconnect:
+  // all four server shards spun in that wait for seconds, 1 run in 3.
+  pool_ = rte_mempool_create_empty(name.c_str(), capacity, sizeof(PostedCall), 0, 0, SOCKET_ID_ANY, 0);
+  if (pool_ == nullptr) fail(rte_errno, "rte_mempool_create_empty");
+  if (const int rc = rte_mempool_set_ops_byname(pool_, "ring_mt_rts", nullptr); rc != 0) {
+    fail(-rc, "rte_mempool_set_ops_byname");
   }
+  // Every record is made at once, or none: the bound is exact.
+  if (const int rc = rte_mempool_populate_default(pool_); rc < 0) fail(-rc, "rte_mempool_populate_default");
   rte_mempool_obj_iter(
       pool_,
       [](rte_mempool*, void* pool, void* record, unsigned) {
@@ -141,12 +148,15 @@ PostedCall* PostedCallPool::take() noexcept {
   auto* call = static_cast<PostedCall*>(raw);
   // The shard's accesses to the record it gave back happen-before ours through the pool's ring
   // (its release/acquire pair inside DPDK), which ThreadSanitizer cannot see into: the record's
-  // own word repeats that order (partner: PostedCall::run()'s release store).
+  // own word repeats that order (partner: give_back()'s release store).
   (void)call->done_.load(std::memory_order_acquire);
   return call;
 }
 
-void PostedCallPool::give_back(PostedCall& call) noexcept { rte_mempool_put(pool_, &call); }
+void PostedCallPool::give_back(PostedCall& call) noexcept {
+  call.done_.store(1, std::memory_order_release);  // partner: take()'s acquire load
+  rte_mempool_put(pool_, &call);
+}
 
 std::uint32_t PostedCallPool::in_use() const noexcept { return rte_mempool_in_use_count(pool_); }
 

@@ -75,9 +75,9 @@ class PostedCall {
   Id id_;
   ApiCall call_ = ApiCall::establish;
   PostedCallPool* pool_ = nullptr;  // the pool the record goes back to; null for a stack record
-  // A stack record: set by the shard once it ran (wait_word.h). A pooled one: stored (release)
-  // before the shard gives it back and loaded (acquire) by the next take(), an order the pool's
-  // ring gives already but ThreadSanitizer cannot see inside DPDK.
+  // A stack record: set by the shard once it ran (wait_word.h). A pooled one: stored (release) by
+  // give_back() and loaded (acquire) by the next take(), an order the pool's ring gives already
+  // but ThreadSanitizer cannot see inside DPDK.
   std::atomic<std::uint32_t> done_{0};
   Params params_;
   std::array<std::uint8_t, kMaxRtuPrivateData> private_data_;  // the longest private data
