@@ -7,6 +7,7 @@
 #include <ctime>
 #include <string>
 
+#include "shards/engine_config.h"
 #include "shards/mpsc_event_queue.h"
 #include "shards/wait_word.h"
 
@@ -58,14 +59,14 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
                static_cast<engine::Protocol*>(protocol)->count_accepted(port, tally);
              },
              &protocol_),
-      inbox_(static_cast<std::uint32_t>(inbox_capacity(env.config.shard_inbox, env.endpoints, env.config.posted_calls)), env.index),
+      inbox_(static_cast<std::uint32_t>(inbox_capacity(env.config.shard_inbox, env.endpoints, posted_calls(env.config))), env.index),
       retired_(env.epoch, static_cast<std::uint32_t>(retire_capacity(env.endpoints)), defer_queue_name(env.index),
                false),
       snapshot_(env.fabric.ports().size()),
       pending_destroys_(env.endpoints),
       mad_credits_(env.config.shard_inbox),
       unkept_drops_(std::make_unique<std::atomic<std::uint64_t>[]>(env.fabric.ports().size())) {
-  if (env.config.posted_calls > 0 && env.config.threading == Threading::workers) spares_.emplace(env.index);
+  if (posted_calls(env.config) > 0) spares_.emplace(env.index);
 }
 
 Shard::~Shard() {

@@ -104,7 +104,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
                                                  .source_slots = sizing.half_open_source_slots},
                    half_open_key(key)),
         retired_listens_(epoch_, config.max_listens * 2, unique_name("fcm_lq"), true),
-        posted_calls_(config.posted_calls > 0 && config.threading == Threading::workers
+        posted_calls_(shards::posted_calls(config) > 0
                           ? std::make_unique<shards::PostedCallPool>(unique_name("fcm_pc"), config.posted_calls)
                           : nullptr) {
     const std::uint32_t per_shard = sizing.endpoints_per_shard;
