@@ -22,9 +22,10 @@
 #pragma once
 
 #include <atomic>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <new>
+#include <optional>
 
 #include "engine/cep.h"
 #include "engine/cid.h"
@@ -89,21 +90,31 @@ class CepTable {
   // whose generation moved on).
   [[nodiscard]] Cep* find_by_comm_id(std::uint32_t comm_id) noexcept {
     const CidParts parts = layout_.decode(comm_id);
-    if (parts.shard != shard_ || parts.slot >= constructed_) return nullptr;
-    Cep& cep = at(parts.slot);
-    return cep.live && cep.local_comm_id == comm_id ? &cep : nullptr;
+    return parts.shard == shard_ ? live_at(parts.slot, comm_id) : nullptr;
   }
 
   [[nodiscard]] const Cep* find_by_comm_id(std::uint32_t comm_id) const noexcept {
     return const_cast<CepTable*>(this)->find_by_comm_id(comm_id);
   }
 
+  // The slot an API Id names on this table, or nullopt for another shard's Id or a slot beyond
+  // the table (a decode: where the caller already holds the slot, it passes it instead).
+  [[nodiscard]] std::optional<std::uint32_t> slot_of(Id id) const noexcept {
+    const CidParts parts = layout_.decode(id.comm_id());
+    if (parts.shard != shard_ || parts.slot >= capacity_) return std::nullopt;
+    return parts.slot;
+  }
   // The live endpoint an API Id names, or null when the Id is stale.
   [[nodiscard]] Cep* find(Id id) noexcept {
-    Cep* cep = find_by_comm_id(id.comm_id());
-    return cep != nullptr && cep->generation == id.generation() ? cep : nullptr;
+    const std::optional<std::uint32_t> slot = slot_of(id);
+    return slot ? find(id, *slot) : nullptr;
   }
   [[nodiscard]] const Cep* find(Id id) const noexcept { return const_cast<CepTable*>(this)->find(id); }
+  // find(id) where `slot` is already known to be slot_of(id).
+  [[nodiscard]] Cep* find(Id id, std::uint32_t slot) noexcept {
+    Cep* cep = live_at(slot, id.comm_id());
+    return cep != nullptr && cep->generation == id.generation() ? cep : nullptr;
+  }
 
   // ---- attachment ------------------------------------------------------------------------------
   // Hands the endpoint to the application. The owning shard's thread.
@@ -119,9 +130,9 @@ class CepTable {
   }
   // Whether `id` names an endpoint the application still holds. Any thread; a snapshot.
   [[nodiscard]] bool attached(Id id) const noexcept {
-    const CidParts parts = layout_.decode(id.comm_id());
-    return parts.shard == shard_ && parts.slot < capacity_ && id.generation() != 0 &&
-           (word(parts.slot).load(std::memory_order_acquire) & ~kInCallback) == id.generation();  // pairs: attach()
+    const std::optional<std::uint32_t> slot = slot_of(id);
+    return slot && id.generation() != 0 &&
+           (word(*slot).load(std::memory_order_acquire) & ~kInCallback) == id.generation();  // pairs: attach()
   }
   // Whether `cep` is attached, or was detached by a destroy from another thread that the shard has
   // not handled yet (try_detach_remote). The owning shard's thread.
@@ -146,18 +157,32 @@ class CepTable {
   }
   // Takes the endpoint from the application: true for exactly one caller per attach. The endpoint
   // stays live (its protocol side is finished by the caller). The owning shard's thread.
-  [[nodiscard]] bool try_detach(Id id) noexcept { return claim(id, 0); }
+  // Returns the endpoint, null when `id` is not attached.
+  [[nodiscard]] Cep* try_detach(Id id) noexcept {
+    const std::optional<std::uint32_t> slot = slot_of(id);
+    return slot ? try_detach(id, *slot) : nullptr;
+  }
+  // try_detach(id) where `slot` is already known to be slot_of(id).
+  [[nodiscard]] Cep* try_detach(Id id, std::uint32_t slot) noexcept {
+    return claim(id, slot, 0) ? &at(slot) : nullptr;  // attached, so live with that Id
+  }
 
   // try_detach from any other thread: the claim stays pending (the slot is not reused) until the
-  // shard calls complete_remote_detach(id). Any thread.
-  [[nodiscard]] bool try_detach_remote(Id id) noexcept { return claim(id, id.generation() | kDetachPending); }
+  // shard calls complete_remote_detach(id). Returns the endpoint's slot (for the caller's own
+  // per-slot records: the endpoint itself is the shard's), nullopt when `id` is not attached.
+  // Any thread.
+  [[nodiscard]] std::optional<std::uint32_t> try_detach_remote(Id id) noexcept {
+    const std::optional<std::uint32_t> slot = slot_of(id);
+    if (!slot || !claim(id, *slot, id.generation() | kDetachPending)) return std::nullopt;
+    return slot;
+  }
 
   // The shard's side of a remote detach: ends the pending claim (returning a parked slot to the
   // free FIFO) and returns the endpoint if it is still live, else null. The owning shard's thread.
   Cep* complete_remote_detach(Id id) noexcept {
-    Cep* cep = find(id);
     const std::uint32_t slot = layout_.decode(id.comm_id()).slot;
     word(slot).store(0, std::memory_order_relaxed);  // only the shard writes a pending word
+    Cep* cep = find(id, slot);
     if (at(slot).parked) {
       at(slot).parked = false;
       push_free(slot);
@@ -177,12 +202,11 @@ class CepTable {
   static constexpr std::uint32_t kDetachPending = 1u << 31;  // generations stay below 2^30
   static constexpr std::uint32_t kInCallback = 1u << 30;
 
-  // Moves the word from `id`'s generation (a callback may be running) to `claimed`, keeping
-  // kInCallback; false when `id` is not attached.
-  [[nodiscard]] bool claim(Id id, std::uint32_t claimed) noexcept {
-    const CidParts parts = layout_.decode(id.comm_id());
-    if (parts.shard != shard_ || parts.slot >= capacity_ || id.generation() == 0) return false;
-    std::atomic_ref<std::uint32_t> word = this->word(parts.slot);
+  // Moves the word of `slot` (slot_of(id)) from `id`'s generation (a callback may be running) to
+  // `claimed`, keeping kInCallback; false when `id` is not attached.
+  [[nodiscard]] bool claim(Id id, std::uint32_t slot, std::uint32_t claimed) noexcept {
+    if (id.generation() == 0) return false;
+    std::atomic_ref<std::uint32_t> word = this->word(slot);
     std::uint32_t seen = word.load(std::memory_order_acquire);  // pairs: attach(), leave_callback()
     do {
       if ((seen & ~kInCallback) != id.generation()) return false;
@@ -191,6 +215,12 @@ class CepTable {
     } while (!word.compare_exchange_weak(seen, (seen & kInCallback) | claimed, std::memory_order_acq_rel,
                                          std::memory_order_acquire));
     return true;
+  }
+  // The live endpoint in `slot` whose wire ID is `comm_id`, or null. The owning shard's thread.
+  [[nodiscard]] Cep* live_at(std::uint32_t slot, std::uint32_t comm_id) noexcept {
+    if (slot >= constructed_) return nullptr;
+    Cep& cep = at(slot);
+    return cep.live && cep.local_comm_id == comm_id ? &cep : nullptr;
   }
   void push_free(std::uint32_t slot) noexcept {
     free_fifo_[(free_head_ + free_count_) % capacity_] = slot;

@@ -1,19 +1,26 @@
-// A keyed pseudo-random permutation of the non-zero 32-bit words: what turns a comm ID's fields
-// ([shard | slot | generation], cid.h) into the ID put on the wire, and back.
+// A keyed, tweaked pseudo-random permutation of the words of `bits` bits (16..32): what turns the
+// secret part of a comm ID ([slot | generation], cid.h) into the bits put on the wire, and back.
+// The tweak (the ID's shard, cid.h) selects one of kMaxTweaks independent permutations, so equal
+// words of two shards give unrelated images.
 //
-// A balanced Feistel network of kRounds rounds over the two 16-bit halves, the round function
-// SipHash-1-3 of (round, half) under the engine's key: with a pseudo-random round function, four
-// rounds already make a strong pseudo-random permutation (Luby and Rackoff); the extra rounds are
-// margin for the small 16-bit halves, against which attacks need fewer pairs. A peer that sees
-// any number of IDs learns nothing of the others', nor of the next one a slot will get.
+// A Feistel network of kRounds rounds over the word's two halves, the high one floor(bits / 2)
+// bits wide and the low one the rest (equal for even widths, one bit apart for odd ones; the
+// halves swap roles each round, so an even round count ends with the widths it started with). The
+// round function is SipHash-1-3 of (round, tweak, half) under the engine's key, cut to the width
+// of the half it is XORed into: with a pseudo-random round function, four rounds already make a
+// strong pseudo-random permutation (Luby and Rackoff); the extra rounds are margin for the small
+// halves, against which attacks need fewer pairs. A peer that sees any number of IDs learns
+// nothing of the others', nor of the next one a slot will get, on its shard or any other.
 //
 // Zero is kept out of the range: a REJ whose local comm ID is 0 comes from a CM that made no
-// endpoint for the REQ it rejects, so no word the engine encodes may come out as 0. The Feistel output P is patched into
-// Q(x) = P(x), except Q(x0) = P(0) for the one x0 with P(x0) = 0; Q maps every non-zero word to a
-// non-zero one and stays a bijection on them. (Words are never 0 on input: cid.h.)
+// endpoint for the REQ it rejects, so no word the engine encodes may come out as 0. Per tweak, the
+// Feistel output P is patched into Q(x) = P(x), except Q(x0) = P(0) for the one x0 with P(x0) = 0;
+// Q maps every non-zero word to a non-zero one and stays a bijection on them. (Words are never 0
+// on input: cid.h.)
 // Thread contract: immutable after construction; any thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "engine/sip_hash.h"
@@ -22,53 +29,68 @@ namespace fastcm::engine {
 
 class CidPermutation {
  public:
-  static constexpr int kRounds = 6;
+  static constexpr int kRounds = 6;  // even: the output's halves have the input's widths
+  static constexpr std::uint32_t kMaxTweaks = 64;  // the engine's shard limit (kMaxShards)
 
-  explicit CidPermutation(const SipKey& key) noexcept
-      : key_(key), zero_image_(feistel(0)), zero_preimage_(feistel_inverse(0)) {}
-
-  // The non-zero image of a non-zero `word` (0 maps to an arbitrary non-zero word).
-  [[nodiscard]] std::uint32_t encode(std::uint32_t word) const noexcept {
-    const std::uint32_t out = feistel(word);
-    return out == 0 ? zero_image_ : out;
+  // Permutes words of `bits` bits (16..32, the caller's constant) under tweaks 0..kMaxTweaks-1.
+  CidPermutation(const SipKey& key, unsigned bits) noexcept
+      : key_(key), high_bits_(bits / 2), low_bits_(bits - bits / 2) {
+    for (std::uint32_t t = 0; t < kMaxTweaks; ++t) {
+      zero_image_[t] = feistel(0, t);
+      zero_preimage_[t] = feistel_inverse(0, t);
+    }
   }
-  // The inverse of encode for every non-zero `cid`; 0, which encode never returns, decodes to the
-  // same word as encode(0) does (a lookup compares the whole ID, so nothing matches it).
-  [[nodiscard]] std::uint32_t decode(std::uint32_t cid) const noexcept {
-    const std::uint32_t word = feistel_inverse(cid);
-    return word == 0 ? zero_preimage_ : word;
+
+  // The non-zero image under `tweak` (below kMaxTweaks) of a non-zero `word` below 2^bits (0 maps to an arbitrary
+  // non-zero word).
+  [[nodiscard]] std::uint32_t encode(std::uint32_t word, std::uint32_t tweak) const noexcept {
+    const std::uint32_t out = feistel(word, tweak);
+    return out == 0 ? zero_image_[tweak] : out;
+  }
+  // The inverse of encode under `tweak` for every non-zero `cid` below 2^bits; 0, which encode
+  // never returns, decodes to the same word as encode(0) does (a lookup compares the whole ID, so
+  // nothing matches it).
+  [[nodiscard]] std::uint32_t decode(std::uint32_t cid, std::uint32_t tweak) const noexcept {
+    const std::uint32_t word = feistel_inverse(cid, tweak);
+    return word == 0 ? zero_preimage_[tweak] : word;
   }
 
  private:
-  [[nodiscard]] std::uint32_t round_function(int round, std::uint32_t half) const noexcept {
-    // The message is 3 bytes: the half (2), the round number (1).
-    return static_cast<std::uint32_t>(
-        sip_hash<1, 3>(key_, std::uint64_t{static_cast<std::uint32_t>(round)} << 16 | half, 3) & 0xFFFF);
+  [[nodiscard]] static constexpr std::uint32_t mask(unsigned bits) noexcept { return (std::uint32_t{1} << bits) - 1; }
+  // Round r XORs into the high half's width on even rounds and the low half's on odd ones.
+  [[nodiscard]] unsigned target_bits(int round) const noexcept { return round % 2 == 0 ? high_bits_ : low_bits_; }
+  [[nodiscard]] std::uint32_t round_function(int round, std::uint32_t tweak, std::uint32_t half) const noexcept {
+    // The message is 4 bytes: the half (2, as no half is wider than 16 bits), the tweak (1), the
+    // round number (1).
+    const std::uint64_t message = std::uint64_t{static_cast<std::uint32_t>(round)} << 24 | tweak << 16 | half;
+    return static_cast<std::uint32_t>(sip_hash<1, 3>(key_, message, 4)) & mask(target_bits(round));
   }
-  [[nodiscard]] std::uint32_t feistel(std::uint32_t word) const noexcept {
-    std::uint32_t left = word >> 16;
-    std::uint32_t right = word & 0xFFFF;
+  [[nodiscard]] std::uint32_t feistel(std::uint32_t word, std::uint32_t tweak) const noexcept {
+    std::uint32_t left = word >> low_bits_;  // high_bits_ wide
+    std::uint32_t right = word & mask(low_bits_);
     for (int r = 0; r < kRounds; ++r) {
-      const std::uint32_t next = left ^ round_function(r, right);
+      const std::uint32_t next = left ^ round_function(r, tweak, right);  // as wide as `left`
       left = right;
       right = next;
     }
-    return left << 16 | right;
+    return left << low_bits_ | right;
   }
-  [[nodiscard]] std::uint32_t feistel_inverse(std::uint32_t word) const noexcept {
-    std::uint32_t left = word >> 16;
-    std::uint32_t right = word & 0xFFFF;
+  [[nodiscard]] std::uint32_t feistel_inverse(std::uint32_t word, std::uint32_t tweak) const noexcept {
+    std::uint32_t left = word >> low_bits_;
+    std::uint32_t right = word & mask(low_bits_);
     for (int r = kRounds - 1; r >= 0; --r) {
-      const std::uint32_t previous = right ^ round_function(r, left);
+      const std::uint32_t previous = right ^ round_function(r, tweak, left);
       right = left;
       left = previous;
     }
-    return left << 16 | right;
+    return left << low_bits_ | right;
   }
 
   SipKey key_;
-  std::uint32_t zero_image_;     // P(0): what the word mapping to 0 is given instead
-  std::uint32_t zero_preimage_;  // P^-1(0): the word that gets P(0)
+  unsigned high_bits_;
+  unsigned low_bits_;
+  std::array<std::uint32_t, kMaxTweaks> zero_image_{};     // per tweak, P(0): what the word mapping to 0 gets
+  std::array<std::uint32_t, kMaxTweaks> zero_preimage_{};  // per tweak, P^-1(0): the word that gets P(0)
 };
 
 }  // namespace fastcm::engine

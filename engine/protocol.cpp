@@ -327,7 +327,7 @@ void Protocol::emit(Cep& cep, Event& event, MadBuf* mad) noexcept {
   const bool nested = in_callback_of(event.id);
   const std::uint32_t slot = cep.slot;
   if (!nested && !table_.enter_callback(cep)) return;
-  CallbackFrame frame{.id = event.id, .outer = running_callbacks_};
+  CallbackFrame frame{.id = event.id, .slot = slot, .outer = running_callbacks_};
   running_callbacks_ = &frame;
   cep.delivery.handler(event, cep.delivery.handler_context);  // may destroy or reuse `cep`
   running_callbacks_ = frame.outer;
@@ -400,17 +400,20 @@ std::optional<DropReason> Protocol::address_mismatch(const Cep& cep, const MadAd
   return std::nullopt;
 }
 
+std::optional<std::uint32_t> Protocol::slot_of(Id id) const noexcept {
+  if (running_callbacks_ != nullptr && running_callbacks_->id == id) return running_callbacks_->slot;
+  return table_.slot_of(id);
+}
+
 Cep* Protocol::find_user(Id id) noexcept {
-  Cep* cep = table_.find(id);
+  const std::optional<std::uint32_t> slot = slot_of(id);
+  Cep* cep = slot ? table_.find(id, *slot) : nullptr;
   if (cep == nullptr) return nullptr;
   const bool held = id == posted_id_ ? table_.attached_or_detaching(*cep) : table_.attached(*cep);
   return held ? cep : nullptr;
 }
 
-const Cep* Protocol::find_user(Id id) const noexcept {
-  const Cep* cep = table_.find(id);
-  return cep != nullptr && table_.attached(*cep) ? cep : nullptr;
-}
+const Cep* Protocol::find_user(Id id) const noexcept { return const_cast<Protocol*>(this)->find_user(id); }
 
 void Protocol::leave_backlog(Cep& cep) noexcept {
   if (cep.backlog.empty()) return;
@@ -521,8 +524,9 @@ Status Protocol::last_private_data(Id id, std::span<const std::uint8_t>& out) co
 }
 
 Status Protocol::destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {
-  if (!table_.try_detach(id)) return Status::stale_id;
-  Cep* cep = table_.find(id);
+  const std::optional<std::uint32_t> slot = slot_of(id);
+  Cep* cep = slot ? table_.try_detach(id, *slot) : nullptr;
+  if (cep == nullptr) return Status::stale_id;
   abandon(*cep);  // the protocol side: REJ, DREQ, DREP or time-wait as the state requires
   for (CallbackFrame* f = running_callbacks_; f != nullptr; f = f->outer) {
     if (f->id == id) {
@@ -556,7 +560,7 @@ void Protocol::on_stale(const MadBuf& cause) noexcept {
     return;
   }
   const std::optional<Id> id = env_.remote_qpns.find(key);
-  if (!id || env_.layout.decode(id->comm_id()).shard != env_.shard) return;
+  if (!id || env_.layout.shard_of(id->comm_id()) != env_.shard) return;
   Cep* cep = table_.find(*id);
   if (cep == nullptr || cep->state != CepState::established) return;
   // The claim tears a connection down: only its peer's address may make it (12.9.8.3.2 trusts the

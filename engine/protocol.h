@@ -296,6 +296,9 @@ class Protocol {
   // Live and still attached to the application (or, for the posted call running, detaching).
   Cep* find_user(Id id) noexcept;
   const Cep* find_user(Id id) const noexcept;
+  // CepTable::slot_of(id), without its decode when `id` is the endpoint whose callback runs: the
+  // usual target of a call made from a callback.
+  [[nodiscard]] std::optional<std::uint32_t> slot_of(Id id) const noexcept;
 
   [[nodiscard]] static Event event_of(EventType type) noexcept {
     Event e;
@@ -321,6 +324,7 @@ class Protocol {
   // retires it at once.
   struct CallbackFrame {
     Id id;
+    std::uint32_t slot = 0;  // id's
     Engine::DestroyedFn on_destroyed = nullptr;
     void* destroyed_context = nullptr;
     bool destroyed = false;

@@ -36,7 +36,7 @@ std::uint32_t PortPoller::shard_for(const engine::RoutingKey& key) const noexcep
   switch (key.kind) {
     case engine::RoutingKey::Kind::local_comm_id: {
       // A CID naming no shard of ours still needs an answer (REJ / DREP): any shard gives it.
-      const std::uint32_t shard = layout_.decode(key.comm_id).shard;
+      const std::uint32_t shard = layout_.shard_of(key.comm_id);
       return shard < shards ? shard : shard % shards;
     }
     case engine::RoutingKey::Kind::remote_qp:

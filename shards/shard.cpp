@@ -320,12 +320,12 @@ void Shard::post_call(PostedCall& call) noexcept {
 }
 
 Status Shard::post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {
-  if (!protocol_.table().try_detach_remote(id)) return Status::stale_id;
-  const std::uint32_t slot = env_.layout.decode(id.comm_id()).slot;
+  const std::optional<std::uint32_t> slot = protocol_.table().try_detach_remote(id);
+  if (!slot) return Status::stale_id;
   // Exclusively ours: the slot cannot be detached again before the shard handled this item
   // (cep_table.h, kDetachPending). The inbox's release/acquire publishes it with the item.
-  pending_destroys_[slot] = PendingDestroy{on_destroyed, ctx, id.generation()};
-  post_control(InboxItem::destroy(slot));
+  pending_destroys_[*slot] = PendingDestroy{on_destroyed, ctx, id.generation()};
+  post_control(InboxItem::destroy(*slot));
   return Status::ok;
 }
 
@@ -377,7 +377,7 @@ bool Shard::queue_full(const EventQueue& queue) const noexcept {
 }
 
 void Shard::notify_stale(Id stale, engine::MadBuf& cause) noexcept {
-  const std::uint32_t owner = env_.layout.decode(stale.comm_id()).shard;
+  const std::uint32_t owner = env_.layout.shard_of(stale.comm_id());
   if (owner >= set_.shard_count()) return;
   // One thread runs every shard when the caller drives them: tell the owner directly (it is not
   // inside a handler: only this shard is).

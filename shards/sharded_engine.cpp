@@ -35,6 +35,8 @@ namespace {
 
 using shards::Shard;
 
+static_assert(kMaxShards <= engine::CidPermutation::kMaxTweaks, "each shard's IDs have a permutation tweak of their own");
+
 // EAL once per process (runtime/dpdk_runtime.h): the first engine that owns it starts it and the
 // runtime stays for the process's lifetime; an application-owned EAL is attached to per engine.
 // Lock: control path only (engine creation).
@@ -375,7 +377,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   }
 
   [[nodiscard]] Shard* shard_of(Id id) const noexcept {
-    const std::uint32_t s = layout_.decode(id.comm_id()).shard;
+    const std::uint32_t s = layout_.shard_of(id.comm_id());
     return s < shards_.size() ? shards_[s].get() : nullptr;
   }
 

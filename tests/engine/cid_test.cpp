@@ -1,11 +1,14 @@
 // Local comm IDs (engine/cid.h, cid_permutation.h, sip_hash.h): SipHash against its reference
-// vectors, round trips for every shard count, no ID 0, and the IDs an endpoint table issues —
+// vectors, the permutation at the widths the shard field leaves, round trips for every shard count
+// (the shard read without a decode), no ID 0, and the IDs an endpoint table issues —
 // 1,000 fresh slots, or one slot through its 255 generations — with no relation between neighbours that
 // predicts the next ID better than chance. The same analysis run on the previous scheme
 // (((slot << 8) | generation) ^ operand) finds it predictable, which shows the test can fail.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -64,17 +67,37 @@ TEST(SipHash, MatchesTheReferenceVectorsOfSipHash24BeyondOneBlock) {
 TEST(CidPermutation, DecodeInvertsEncodeAndNeverYieldsZero) {
   std::mt19937_64 rng(7);
   for (const SipKey& key : kKeys) {
-    const CidPermutation p(key);
-    for (int i = 0; i < 200'000; ++i) {
-      const auto word = static_cast<std::uint32_t>(rng()) | 1u;
-      const std::uint32_t cid = p.encode(word);
-      ASSERT_NE(cid, 0u);
-      ASSERT_EQ(p.decode(cid), word);
+    for (const unsigned bits : {32u, 31u, 26u}) {  // the widths 1, 2 and 64 shards leave
+      const CidPermutation p(key, bits);
+      const std::uint32_t domain_mask = bits == 32 ? ~0u : (1u << bits) - 1;
+      for (const std::uint32_t tweak : {0u, 1u, CidPermutation::kMaxTweaks - 1}) {
+        for (int i = 0; i < 30'000; ++i) {
+          const auto word = (static_cast<std::uint32_t>(rng()) & domain_mask) | 1u;
+          const std::uint32_t cid = p.encode(word, tweak);
+          ASSERT_NE(cid, 0u) << bits << " bits";
+          ASSERT_EQ(cid & ~domain_mask, 0u) << bits << " bits: the image stays in the domain";
+          ASSERT_EQ(p.decode(cid, tweak), word) << bits << " bits, tweak " << tweak;
+        }
+        // The one word the Feistel network maps to 0 gets P(0) instead, and still decodes.
+        const std::uint32_t to_zero = p.decode(0, tweak);
+        EXPECT_NE(p.encode(to_zero, tweak), 0u);
+        EXPECT_EQ(p.decode(p.encode(to_zero, tweak), tweak), to_zero);
+      }
     }
-    // The one word the Feistel network maps to 0 gets P(0) instead, and still decodes.
-    const std::uint32_t to_zero = p.decode(0);
-    EXPECT_NE(p.encode(to_zero), 0u);
-    EXPECT_EQ(p.decode(p.encode(to_zero)), to_zero);
+  }
+}
+
+// Every word of a 17-bit domain (odd: halves of 8 and 9 bits) has its own image: a bijection.
+TEST(CidPermutation, IsABijectionOnAnOddWidth) {
+  constexpr unsigned kBits = 17;
+  const CidPermutation p(kKeys[2], kBits);
+  std::vector<bool> seen(std::size_t{1} << kBits);
+  for (std::uint32_t word = 1; word < (1u << kBits); ++word) {
+    const std::uint32_t image = p.encode(word, 5);
+    ASSERT_LT(image, 1u << kBits);
+    ASSERT_NE(image, 0u);
+    ASSERT_FALSE(seen[image]) << "two words share the image " << image;
+    seen[image] = true;
   }
 }
 
@@ -95,6 +118,7 @@ TEST(CidLayout, EveryShardCountRoundTripsItsFields) {
       ASSERT_EQ(back.shard, p.shard) << shards << " shards";
       ASSERT_EQ(back.slot, p.slot) << shards << " shards";
       ASSERT_EQ(back.generation, p.generation) << shards << " shards";
+      ASSERT_EQ(layout.shard_of(cid), p.shard) << shards << " shards: the shard field is read without a decode";
     }
   }
 }
@@ -112,6 +136,25 @@ TEST(CidLayout, TheSameKeyGivesTheSameIdsAndAnotherKeyOthers) {
   EXPECT_EQ(differ, 1000);
 }
 
+// Shards number their slots alike, so the same slot and generation are live on every shard at
+// once: their IDs must not share the secret part (a peer holding one would know the others).
+TEST(CidLayout, TheSameSlotOnTwoShardsGivesUnrelatedSecrets) {
+  const CidLayout layout(4, kKeys[0]);
+  const std::uint32_t secret_mask = (1u << 30) - 1;
+  std::map<std::uint32_t, int> xors;
+  int equal = 0;
+  for (std::uint32_t slot = 0; slot < 1000; ++slot) {
+    const std::uint32_t a = layout.encode({.shard = 0, .slot = slot, .generation = 1}) & secret_mask;
+    const std::uint32_t b = layout.encode({.shard = 1, .slot = slot, .generation = 1}) & secret_mask;
+    equal += a == b ? 1 : 0;
+    ++xors[a ^ b];
+  }
+  EXPECT_EQ(equal, 0);
+  int most_common = 0;
+  for (const auto& [x, n] : xors) most_common = std::max(most_common, n);
+  EXPECT_LE(most_common, 2) << "a fixed relation between the shards' secrets";
+}
+
 // ---- unpredictability ---------------------------------------------------------------------------
 
 // What an observer of consecutive IDs could exploit. Each predictor guesses the next ID from the
@@ -124,7 +167,9 @@ struct Analysis {
   double worst_bit_z = 0;       // per bit, how far "same bit as the previous ID" is from 1/2, in sd
 };
 
-Analysis analyse(const std::vector<std::uint32_t>& ids) {
+// Only the low `secret_bits` bits are tested bit by bit: the ones above are the shard field, in the
+// clear by design (cid.h) and the same for every ID of one table.
+Analysis analyse(const std::vector<std::uint32_t>& ids, unsigned secret_bits) {
   Analysis a;
   std::map<std::uint32_t, int> xors;
   std::map<std::uint32_t, int> diffs;
@@ -143,10 +188,11 @@ Analysis analyse(const std::vector<std::uint32_t>& ids) {
     }
     if (++xors[next ^ last] > xors[common_xor]) common_xor = next ^ last;
     if (++diffs[next - last] > diffs[common_diff]) common_diff = next - last;
-    for (std::size_t b = 0; b < 32; ++b) same_bit[b] += ((next ^ last) >> b & 1) == 0 ? 1 : 0;
+    for (std::size_t b = 0; b < secret_bits; ++b) same_bit[b] += ((next ^ last) >> b & 1) == 0 ? 1 : 0;
   }
   const double n = static_cast<double>(ids.size() - 1);
-  for (const int same : same_bit) {
+  for (std::size_t b = 0; b < secret_bits; ++b) {
+    const int same = same_bit[b];
     a.worst_bit_z = std::max(a.worst_bit_z, std::abs(same - n / 2) / std::sqrt(n / 4));
   }
   return a;
@@ -155,8 +201,8 @@ Analysis analyse(const std::vector<std::uint32_t>& ids) {
 // Chance gives no exact hit in a thousand 2^-32 guesses; the bit test allows 5 standard
 // deviations (about 1 in 10^5 per bit for a random sequence; the keys here are fixed, so the
 // outcome is too).
-void expect_unpredictable(const std::vector<std::uint32_t>& ids, const char* what) {
-  const Analysis a = analyse(ids);
+void expect_unpredictable(const std::vector<std::uint32_t>& ids, unsigned secret_bits, const char* what) {
+  const Analysis a = analyse(ids, secret_bits);
   EXPECT_LE(a.xor_repeat_hits, 1) << what;
   EXPECT_LE(a.xor_common_hits, 1) << what;
   EXPECT_LE(a.diff_repeat_hits, 1) << what;
@@ -165,9 +211,14 @@ void expect_unpredictable(const std::vector<std::uint32_t>& ids, const char* wha
 }
 
 bool predictable(const std::vector<std::uint32_t>& ids) {
-  const Analysis a = analyse(ids);
+  const Analysis a = analyse(ids, 32);
   return a.xor_repeat_hits > 1 || a.xor_common_hits > 1 || a.diff_repeat_hits > 1 || a.diff_common_hits > 1 ||
          a.worst_bit_z >= 5.0;
+}
+
+// The bits of an ID below its shard field.
+unsigned secret_bits(std::uint32_t shards) {
+  return 32 - (shards <= 1 ? 0u : static_cast<unsigned>(std::bit_width(shards - 1)));
 }
 
 // IDs of 1,000 endpoints allocated at once (fresh slots), as a table hands them out.
@@ -194,7 +245,7 @@ TEST(CidUnpredictability, NeighbouringSlotsTellNothingOfTheNextId) {
       CepTable table(1000, shards - 1, CidLayout(shards, key));
       const std::vector<std::uint32_t> ids = fresh_slot_ids(table, 1000);
       EXPECT_EQ(std::set<std::uint32_t>(ids.begin(), ids.end()).size(), ids.size());
-      expect_unpredictable(ids, "fresh slots");
+      expect_unpredictable(ids, secret_bits(shards), "fresh slots");
     }
   }
 }
@@ -208,7 +259,7 @@ TEST(CidUnpredictability, AReusedSlotsNextIdIsNotDerivableFromItsLast) {
     const std::vector<std::uint32_t> ids = reused_slot_ids(table, kCycle + 1);
     const std::vector<std::uint32_t> cycle(ids.begin(), ids.begin() + kCycle);
     EXPECT_EQ(std::set<std::uint32_t>(cycle.begin(), cycle.end()).size(), cycle.size());
-    expect_unpredictable(cycle, "one slot reused");
+    expect_unpredictable(cycle, secret_bits(2), "one slot reused");
     EXPECT_EQ(ids[kCycle], ids[0]) << "the generation field wraps";
   }
 }
