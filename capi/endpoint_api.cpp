@@ -13,6 +13,21 @@ namespace {
 
 fastcm::Id id_of(fastcm_id id) noexcept { return fastcm::Id{id}; }
 
+// fastcm_create_id and fastcm_create_id_for_port: `create(delivery, id)` makes the endpoint.
+template <typename Create>
+fastcm_status create_endpoint(fastcm_engine* engine, const fastcm_delivery* delivery, fastcm_id* out,
+                              Create&& create) noexcept {
+  if (engine == nullptr || delivery == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    fastcm::Delivery d;
+    if (const fastcm_status s = engine->handlers.delivery(*delivery, d); s != FASTCM_OK) return s;
+    fastcm::Id id;
+    const fastcm::Status s = create(d, id);
+    if (s == fastcm::Status::ok) *out = id.raw;
+    return to_c(s);
+  });
+}
+
 // A call on an endpoint that takes a C parameter struct: converted, then sent.
 template <class CParams, class Send>
 fastcm_status send_with(fastcm_engine* engine, const CParams* params, Send&& send) noexcept {
@@ -67,16 +82,18 @@ fastcm_status fastcm_listen(fastcm_engine* engine, const fastcm_listen_params* p
   });
 }
 
+
 fastcm_status fastcm_create_id(fastcm_engine* engine, const fastcm_delivery* delivery, void* context,
                                fastcm_id* out) noexcept {
-  if (engine == nullptr || delivery == nullptr || out == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
-  return guarded([&] {
-    fastcm::Delivery d;
-    if (const fastcm_status s = engine->handlers.delivery(*delivery, d); s != FASTCM_OK) return s;
-    fastcm::Id id;
-    const fastcm::Status s = engine->engine->create_id(d, context, id);
-    if (s == fastcm::Status::ok) *out = id.raw;
-    return to_c(s);
+  return create_endpoint(engine, delivery, out, [&](const fastcm::Delivery& d, fastcm::Id& id) {
+    return engine->engine->create_id(d, context, id);
+  });
+}
+
+fastcm_status fastcm_create_id_for_port(fastcm_engine* engine, const fastcm_delivery* delivery, void* context,
+                                        uint8_t port, fastcm_id* out) noexcept {
+  return create_endpoint(engine, delivery, out, [&](const fastcm::Delivery& d, fastcm::Id& id) {
+    return engine->engine->create_id_for_port(d, context, port, id);
   });
 }
 

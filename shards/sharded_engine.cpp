@@ -15,6 +15,7 @@
 #include <cerrno>
 
 #include "engine/listens.h"
+#include "engine/port_lookup.h"
 #include "fastcm/engine.h"
 #include "shards/engine_config.h"
 #include "mempool/mad_mempool.h"
@@ -189,27 +190,13 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
 
   // ---- endpoints -------------------------------------------------------------------------------
   Status create_id(const Delivery& delivery, void* context, Id& out) override {
-    const auto create = [&](engine::Protocol& p) { return p.create_id(delivery, context, out); };
-    // A callback's new endpoint stays on its shard.
-    for (auto& s : shards_) {
-      if (Shard::on_worker_thread() && s->owned_by_caller()) return run_on(*s, create);
-    }
-    // Others are spread round-robin, from the shards' spare endpoints when they keep some (every
-    // shard's, before one is asked to make one). no_resources only once every shard said so: the
-    // tables are per shard, and a shard that had no spare a moment ago may have made some since
-    // (they hold the budget the refusal saw spent).
-    if (!delivery.valid()) return Status::invalid_argument;
-    const std::uint32_t first = next_shard_.fetch_add(1, std::memory_order_relaxed);
-    const auto nth = [&](std::uint32_t i) -> Shard& { return *shards_[(first + i) % shards_.size()]; };
-    for (std::uint32_t i = 0; i < shards_.size(); ++i) {
-      if (nth(i).take_spare(delivery, context, out)) return Status::ok;
-    }
-    Status status = Status::no_resources;
-    for (std::uint32_t i = 0; i < shards_.size() && status == Status::no_resources; ++i) {
-      status = run_on(nth(i), create);
-      if (status == Status::no_resources && nth(i).take_spare(delivery, context, out)) return Status::ok;
-    }
-    return status;
+    return create_endpoint(delivery, context, std::nullopt, out);
+  }
+  Status create_id_for_port(const Delivery& delivery, void* context, std::uint8_t port, Id& out) override {
+    const std::optional<std::uint16_t> index = engine::port_index_of(fabric_.ports(), port);
+    if (!index) return Status::invalid_argument;
+    // The shard whose worker polls the port (the constructor's assignment).
+    return create_endpoint(delivery, context, static_cast<std::uint32_t>(*index % shards_.size()), out);
   }
   Status set_context(Id id, void* context) override {
     return post_or_run(
@@ -407,6 +394,39 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   Status on_shard_of(Id id, F&& f) const {
     Shard* shard = engine::is_listen_id(id) ? nullptr : shard_of(id);
     return shard == nullptr ? Status::stale_id : run_on(*shard, std::forward<F>(f));
+  }
+
+  // create_id, on shard `home` when it is given and that costs no wait a caller may not make.
+  Status create_endpoint(const Delivery& delivery, void* context, std::optional<std::uint32_t> home, Id& out) {
+    if (!delivery.valid()) return Status::invalid_argument;
+    const auto create = [&](engine::Protocol& p) { return p.create_id(delivery, context, out); };
+    if (Shard::on_worker_thread()) {
+      // From a callback: inline on the home shard when the callback runs there, else one of its
+      // spares; failing both, on the callback's own shard (a callback cannot wait for another).
+      if (home) {
+        Shard& h = *shards_[*home];
+        if (h.owned_by_caller()) return run_on(h, create);
+        if (h.take_spare(delivery, context, out)) return Status::ok;
+      }
+      for (auto& s : shards_) {
+        if (s->owned_by_caller()) return run_on(*s, create);
+      }
+    }
+    // From the home shard, else round-robin, from the shards' spare endpoints when they keep some
+    // (every shard's, before one is asked to make one). no_resources only once every shard said
+    // so: the tables are per shard, and a shard that had no spare a moment ago may have made some
+    // since (they hold the budget the refusal saw spent).
+    const std::uint32_t first = home ? *home : next_shard_.fetch_add(1, std::memory_order_relaxed);
+    const auto nth = [&](std::uint32_t i) -> Shard& { return *shards_[(first + i) % shards_.size()]; };
+    for (std::uint32_t i = 0; i < shards_.size(); ++i) {
+      if (nth(i).take_spare(delivery, context, out)) return Status::ok;
+    }
+    Status status = Status::no_resources;
+    for (std::uint32_t i = 0; i < shards_.size() && status == Status::no_resources; ++i) {
+      status = run_on(nth(i), create);
+      if (status == Status::no_resources && nth(i).take_spare(delivery, context, out)) return Status::ok;
+    }
+    return status;
   }
 
   // A call that may be posted (fastcm/engine.h, "Posted calls"): `run(protocol)` where the calling

@@ -191,7 +191,8 @@ void Storm::connect_next(Lane& lane) {
     lane.next.store(conn + options_.window, std::memory_order_relaxed);
     tally_.add(Count::attempted);
     Id id;
-    if (client.create_id(client_delivery_, &lane, id) != Status::ok) {
+    // On the shard of the lane's port, so the server's answers stay on the thread receiving them.
+    if (client.create_id_for_port(client_delivery_, &lane, req_templates_[lane.port].primary.port, id) != Status::ok) {
       tally_.add(Count::failed_calls);
       continue;
     }

@@ -274,6 +274,17 @@ class Engine {
   //   posted_calls, no, while a shard has a spare endpoint (see "Posted calls").
   // Errors: no_resources (the shard's endpoint table is full), invalid_argument (no delivery).
   virtual Status create_id(const Delivery& delivery, void* context, Id& out) = 0;
+  // create_id for an endpoint whose REQ (or SIDR_REQ) will leave from local port `port` (the
+  // primary path's PathRecord::port): it lives on the shard whose worker polls that port, so its
+  // peer's answers are handled by the thread that receives them instead of crossing to another
+  // shard (counters: ShardLevels::forwarded). Placement is a preference, never a wait the caller
+  // could not otherwise make: from a callback on another shard it takes a spare of the port's shard
+  // (posted_calls) or else stays on the callback's shard; from an application thread it falls back
+  // to the other shards as create_id does when the port's shard is full. The endpoint behaves the
+  // same on any shard, and may send on any port.
+  // Threads, Blocks: as create_id.
+  // Errors: as create_id, and invalid_argument for a port number the fabric does not have.
+  virtual Status create_id_for_port(const Delivery& delivery, void* context, std::uint8_t port, Id& out) = 0;
   // Replaces the endpoint's context for the events that follow.
   // Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard, or posted.
   // Errors: stale_id, would_deadlock (from another shard's callback, unless posted).

@@ -600,6 +600,15 @@ fastcm_status fastcm_listen(fastcm_engine* engine, const fastcm_listen_params* p
  *         FASTCM_ERR_INVALID_ARGUMENT (no delivery). */
 fastcm_status fastcm_create_id(fastcm_engine* engine, const fastcm_delivery* delivery,
                                void* context, fastcm_id* out) FASTCM_NOEXCEPT;
+/* fastcm_create_id for an endpoint whose REQ (or SIDR_REQ) will leave from local port `port` (the
+ * primary path's port): it lives on the shard whose worker polls that port, so the peer's answers
+ * do not cross to another shard. A preference, never a wait the caller could not otherwise make
+ * (fastcm/engine.h, Engine::create_id_for_port).
+ * Threads, Blocks: as fastcm_create_id.
+ * Errors: as fastcm_create_id, and FASTCM_ERR_INVALID_ARGUMENT for a port the fabric does not
+ *         have. */
+fastcm_status fastcm_create_id_for_port(fastcm_engine* engine, const fastcm_delivery* delivery,
+                                        void* context, uint8_t port, fastcm_id* out) FASTCM_NOEXCEPT;
 /* Replaces the endpoint's context for the events that follow.
  * Threads: any; from a callback too. Blocks: hand-off to the endpoint's shard, or posted.
  * Errors: FASTCM_ERR_STALE_ID, FASTCM_ERR_WOULD_DEADLOCK. */

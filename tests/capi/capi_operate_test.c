@@ -1,6 +1,7 @@
 /* The C API for operating an engine: a settings file read into the engine's configuration, the
  * log's sink receiving DPDK's start-up through an engine-owned EAL, and metrics in both formats.
- * C11, the strictest warnings. Also posted calls of a worker-threaded engine: a refusal as an event.
+ * C11, the strictest warnings. Also posted calls of a worker-threaded engine: a refusal as an event,
+ * and an endpoint placed for its port.
  * Exit 0 on success; each failed check prints its line. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,14 @@ static void posted_calls(fastcm_loopback* loopback) {
     fastcm_release(engine, &ev);
   }
   CHECK(fastcm_destroy_sync(engine, id) == FASTCM_OK);
+
+  /* An endpoint placed for its port: a port the fabric lacks is refused, port 1 is not. */
+  fastcm_id placed = 0;
+  CHECK(fastcm_create_id_for_port(engine, &delivery, &context, 99, &placed) == FASTCM_ERR_INVALID_ARGUMENT);
+  CHECK(placed == 0);
+  CHECK(fastcm_create_id_for_port(engine, &delivery, &context, 1, &placed) == FASTCM_OK);
+  CHECK(placed != 0);
+  CHECK(fastcm_destroy_sync(engine, placed) == FASTCM_OK);
   fastcm_engine_destroy(engine);
 }
 
