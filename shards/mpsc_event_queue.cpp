@@ -51,7 +51,7 @@ MpscEventQueue::MpscEventQueue(std::uint32_t capacity)
 
 MpscEventQueue::~MpscEventQueue() { ::close(event_fd_); }
 
-bool MpscEventQueue::push(const Event& event, engine::MadBuf* mad) noexcept {
+bool MpscEventQueue::push_unsignalled(const Event& event, engine::MadBuf* mad) noexcept {
   // The reference is taken before the event is visible: the consumer may pop and release it at
   // once. (Relaxed, as engine::retain: the caller already holds a reference.)
   if (mad != nullptr) engine::retain(*mad);
@@ -61,8 +61,6 @@ bool MpscEventQueue::push(const Event& event, engine::MadBuf* mad) noexcept {
     if (mad != nullptr) mad->refs.fetch_sub(1, std::memory_order_relaxed);
     return false;
   }
-  // A full queue needs no signal: it is non-empty, so a wake-up is already claimed.
-  signal();
   return true;
 }
 
@@ -77,9 +75,12 @@ std::size_t MpscEventQueue::pop(std::span<Event> out) noexcept {
   return n;
 }
 
-// The wake-up protocol. Labels name each atomic access of ours and its partners; R0 and A3 are
-// DPDK's (rte_ring_hts_elem_pvt.h: the release store of a tail, the consumer's acquire load of the
-// producer tail).
+// The wake-up protocol. Labels name each atomic access of ours and its partners. wake_ holds one
+// bit, kClaimed: a producer took the job of writing the eventfd since the consumer last cleared
+// it. The consumer clears it only after its read of the eventfd consumed that write, so no write
+// is ever left behind a clear (a readable eventfd always means a write the next settle reads),
+// and a settle never waits for a producer: a claimer whose write has not landed yet leaves the
+// bit set and the eventfd unreadable, so the consumer sleeps until the write wakes it.
 //
 // No fences: producers and the consumer meet on read-modify-writes of the one word wake_, and its
 // modification order decides who signals. For an event in the ring, the push's S1 is either
@@ -88,9 +89,8 @@ std::size_t MpscEventQueue::pop(std::span<Event> out) noexcept {
 //   - before C1: C1 reads from S1's release sequence (only RMWs follow S1), so the enqueue that
 //     preceded S1 happens-before C2, which sees the event and signals (or the event was popped).
 // Either way, once the pushes and the pop in flight have returned, an event in the ring has the
-// eventfd readable: no lost wake-up.
-// At most one write per claim, and a claim is cleared only by C1, after a pop found the ring
-// empty: one write per wake-up, not per push.
+// eventfd readable or its write on the way: no lost wake-up. One write per claim, and a claim is
+// cleared only by C1, after a pop found the ring empty: one write per wake-up, not per push.
 void MpscEventQueue::signal() noexcept {
   // S1: acq_rel RMW. Release: publishes this thread's enqueue (the ring tail store before it) to
   // the consumer's C1. Acquire: partner of the last C1 before it, so the consumer's eventfd read
@@ -98,22 +98,20 @@ void MpscEventQueue::signal() noexcept {
   if ((wake_.fetch_or(kClaimed, std::memory_order_acq_rel) & kClaimed) != 0) return;
   // Fails only when the counter would pass 2^64 - 2; it is readable then anyway.
   eventfd_write(event_fd_, 1);
-  // S2: release RMW (an RMW so that S1's release sequence goes on through it). Partner: C0's
-  // acquire load, so the write above happens-before the consumer's eventfd read.
-  wake_.fetch_or(kWritten, std::memory_order_release);
 }
 
 void MpscEventQueue::settle_empty() noexcept {
-  // C0: acquire load. Partner: S2. Only a finished wake-up is cleared: with 0 there is nothing to
-  // clear (and no syscall for a consumer polling an idle queue); with kClaimed alone the claimer's
-  // write is still coming, and a read now would miss it and leave it behind. That write makes
-  // the eventfd readable, so the application pops again and the next settle clears it.
-  if (wake_.load(std::memory_order_acquire) != (kClaimed | kWritten)) return;
+  // C0: a snapshot (relaxed: the read below, not this load, decides): with no claim there is
+  // nothing to clear, and no syscall for a consumer polling an idle queue.
+  if ((wake_.load(std::memory_order_relaxed) & kClaimed) == 0) return;
+  // Consumes the claimer's write. EAGAIN: it has not landed yet; the claim stays, and the write,
+  // when it lands, makes the eventfd readable for the pop that clears it. (The only reader is this
+  // consumer, which is why the application must not read the eventfd.)
   eventfd_t ignored = 0;
-  eventfd_read(event_fd_, &ignored);  // EAGAIN when the application already read it
-  // C1: acq_rel RMW. Acquire: partner of S1 (and S2) of every claim and push before it in wake_'s
-  // order, whose enqueues C2 then sees. Release: partner of the acquire in the S1 of the next
-  // claim. No claim can come between the read above and C1: kClaimed is still set.
+  if (eventfd_read(event_fd_, &ignored) != 0) return;
+  // C1: acq_rel RMW. Acquire: partner of S1 of every claim and push before it in wake_'s order,
+  // whose enqueues C2 then sees. Release: partner of the acquire in the S1 of the next claim. No
+  // claim can come between the read above and C1: kClaimed is still set.
   wake_.exchange(0, std::memory_order_acq_rel);
   // C2: a producer that pushed after this pop's dequeue found kClaimed set and left the signal to
   // whoever cleared it: us.

@@ -8,6 +8,9 @@
 //                            ring: pushes run one at a time); makes a syscall only when it turns
 //                            the queue from unsignalled to signalled (one eventfd write per
 //                            wake-up, not per event).
+//   push_unsignalled,        push in two steps, for a producer that pushes a burst and wakes the
+//   signal                   consumer once after it (a shard's batch, queue_wakeups.h): the
+//                            events wait unsignalled until the producer's signal().
 //   pop                      one thread at a time (the application's polling thread): polls of
 //                            one queue must not run concurrently. A caller that polls one queue
 //                            from several threads serializes those polls itself.
@@ -17,10 +20,9 @@
 // The eventfd: readable whenever the queue holds events and no push or pop is midway (no lost
 // wake-up). A pop that leaves the queue empty makes it unreadable again, unless a producer raced
 // in, in which case it stays or becomes readable. A wake-up can be spurious: a pop may find
-// nothing (a push whose event was already taken was still writing the eventfd); that pop, or the
-// next, clears it. The application may read the eventfd itself, but then must pop until the queue
-// is empty (a pop returning fewer events than asked): events left behind after such a read are
-// not signalled again until a pop empties the queue.
+// nothing (events pushed before the eventfd write were taken by an earlier pop); that pop clears
+// it. The queue reads the eventfd itself; the application must not (a read of its own would take
+// the write a pop waits for, and the queue's wake-ups would stop): poll or epoll it only.
 //
 // Ownership: an event in the queue holds one reference on its MAD (taken by push); pop hands that
 // reference to the caller with the event. Events still inside at destruction are dropped without
@@ -59,7 +61,17 @@ class MpscEventQueue final : public EventQueue {
   // the MAD that event.mad names; null for none), which the event then holds. Returns false when
   // the queue is full: nothing is appended and no reference is kept (the caller applies its
   // backpressure policy).
-  [[nodiscard]] bool push(const Event& event, engine::MadBuf* mad) noexcept;
+  [[nodiscard]] bool push(const Event& event, engine::MadBuf* mad) noexcept {
+    if (!push_unsignalled(event, mad)) return false;
+    signal();
+    return true;
+  }
+  // push without the wake-up: a consumer asleep on the eventfd does not see the event until this
+  // thread calls signal(), which it must do before it waits for anything or returns control.
+  [[nodiscard]] bool push_unsignalled(const Event& event, engine::MadBuf* mad) noexcept;
+  // Makes sure the eventfd is (or is about to be) readable: the caller that claims the wake-up
+  // writes the eventfd; everyone else finds it claimed and does nothing. Any thread.
+  void signal() noexcept;
 
   // The single consumer. Moves up to out.size() events into `out`, oldest first (each producer's
   // events in its push order), each with its MAD reference, which the caller now owns; returns
@@ -84,14 +96,11 @@ class MpscEventQueue final : public EventQueue {
   [[nodiscard]] int event_fd() const noexcept override { return event_fd_; }
 
  private:
-  // Bits of wake_ (see signal() and settle_empty() for the protocol).
-  enum : std::uint32_t { kClaimed = 1, kWritten = 2 };
+  // The bit of wake_ (see signal() and settle_empty() for the protocol).
+  enum : std::uint32_t { kClaimed = 1 };
 
-  // Makes sure the eventfd is (or is about to be) readable: the caller that claims the wake-up
-  // writes the eventfd; everyone else finds it claimed and does nothing.
-  void signal() noexcept;
-  // Called by pop() when the ring was found empty: clears a completed wake-up and re-signals if a
-  // producer raced in.
+  // Called by pop() when the ring was found empty: clears a wake-up whose write landed and
+  // re-signals if a producer raced in.
   void settle_empty() noexcept;
   // Events in the ring: the consumer tail and then the producer tail, both atomic loads.
   [[nodiscard]] std::uint32_t count() const noexcept;
@@ -100,10 +109,10 @@ class MpscEventQueue final : public EventQueue {
   runtime::OwnedRing ring_;  // HTS producers and consumer (see the constructor)
   int event_fd_ = -1;
   // The wake-up state since the consumer last cleared it: kClaimed once a pusher (or the consumer
-  // re-signalling) took the job of writing the eventfd, kWritten once that write is done; 0 when
-  // the eventfd holds no wake-up and none is coming. Written ONLY by read-modify-writes after
-  // construction: a plain store would end the release sequences settle_empty() relies on. Its own
-  // cache line: every push read-modify-writes it.
+  // re-signalling) took the job of writing the eventfd; 0 when the eventfd holds no wake-up and
+  // none is coming. Written ONLY by read-modify-writes after construction: a plain store would end
+  // the release sequences settle_empty() relies on. Its own cache line: every push
+  // read-modify-writes it.
   alignas(64) std::atomic<std::uint32_t> wake_{0};
   // Written by the consumer alone (pop), read anywhere: a statistic that orders nothing, so relaxed
   // on both sides (no partner). Off the producers' cache line and path.

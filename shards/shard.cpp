@@ -102,7 +102,7 @@ std::size_t Shard::run_batch() noexcept {
   }
   work += protocol_.on_timers();
   if (spares_) work += spares_->top_up(protocol_);
-  sends_.flush();
+  flush_burst();
   in_batch_ = false;
   // Nothing of the listen snapshot (or any retired object) is held past this point.
   env_.epoch.quiescent(env_.index);
@@ -145,16 +145,21 @@ void Shard::handle_all(std::span<void* const> items) noexcept {
         if (item.kind() == InboxItem::Kind::mad || item.kind() == InboxItem::Kind::mad_chain) ++mads;
         handle(item);
       });
-  // Per burst: the answers go out while the next burst is handled, and the credits come back
-  // (per batch, a batch would hold up to kBurstsPerBatch bursts of room).
-  sends_.flush();
+  // Per burst: the answers go out and the events' consumers wake while the next burst is handled,
+  // and the credits come back (per batch, a batch would hold up to kBurstsPerBatch bursts of room).
+  flush_burst();
   if (mads > 0) mad_credits_.fetch_add(mads, std::memory_order_relaxed);
+}
+
+void Shard::flush_burst() noexcept {
+  sends_.flush();
+  wakeups_.flush();
 }
 
 void Shard::handle_received(std::span<engine::MadBuf* const> mads) noexcept {
   in_prefetched_order(
       mads.size(), [&](std::size_t i) { return mads[i]; }, [&](std::size_t i) { deliver(mads[i]); });
-  sends_.flush();
+  flush_burst();
 }
 
 void Shard::run_worker() noexcept {
@@ -369,7 +374,10 @@ void Shard::counters(std::span<PortCounters> out) const noexcept {
 // ---- engine::Outbox ------------------------------------------------------------------------------
 
 bool Shard::enqueue(EventQueue& queue, const Event& event, engine::MadBuf* mad) noexcept {
-  return static_cast<MpscEventQueue&>(queue).push(event, mad);
+  auto& events = static_cast<MpscEventQueue&>(queue);
+  // Inside a batch the burst's end wakes the consumer (flush_burst); a direct call outside one
+  // (end_direct_call) has no such end, so it wakes at once.
+  return in_batch_ ? wakeups_.push(events, event, mad) : events.push(event, mad);
 }
 
 bool Shard::queue_full(const EventQueue& queue) const noexcept {

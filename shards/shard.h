@@ -30,6 +30,7 @@
 #include "shards/inbox_item.h"
 #include "shards/port_poller.h"
 #include "shards/posted_call.h"
+#include "shards/queue_wakeups.h"
 #include "shards/send_batch.h"
 #include "shards/shard_inbox.h"
 #include "shards/spare_endpoints.h"
@@ -182,6 +183,8 @@ class Shard final : private engine::Outbox {
   void post_control(InboxItem item) noexcept;
   // Handles dequeued items, sends what they queued and returns the MADs' inbox credits.
   void handle_all(std::span<void* const> items) noexcept;
+  // Ends a burst: sends what it queued and wakes the event queues it pushed to.
+  void flush_burst() noexcept;
   // Sleeps until an inbox item or a MAD on an owned port arrives, or the next timer is due; returns
   // the items arm() found instead of sleeping (moved into `out`).
   std::size_t sleep(std::span<void*> out) noexcept;
@@ -194,6 +197,7 @@ class Shard final : private engine::Outbox {
   ShardSet& set_;
   engine::Protocol protocol_;
   SendBatch sends_;  // after protocol_, which it counts into
+  QueueWakeups wakeups_;  // the event queues this burst pushed to
   ShardInbox inbox_;
   std::optional<SpareEndpoints> spares_;  // with posted calls (workers threading) only
   std::vector<PortPoller*> ports_;  // the ports this shard's worker polls (workers threading)

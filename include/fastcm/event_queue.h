@@ -12,8 +12,10 @@ class EventQueue {
   EventQueue& operator=(const EventQueue&) = delete;
   virtual ~EventQueue() = default;
 
-  // An eventfd that is readable while the queue holds events, for epoll loops. Owned by the
-  // queue: never close it; reading it is allowed but unnecessary (poll keeps it in step).
+  // An eventfd that is readable while the queue holds events, for poll and epoll loops (level- or
+  // edge-triggered: after a wake-up, poll until a poll returns fewer events than asked). Owned by
+  // the queue: never close it, and never read it: Engine::poll reads it when it finds the queue
+  // empty, and a read of the application's own would take the wake-up that poll waits to clear.
   // Thread contract: any thread.
   [[nodiscard]] virtual int event_fd() const noexcept = 0;
   // Events waiting. Thread contract: any thread; a snapshot.

@@ -548,8 +548,10 @@ typedef struct fastcm_delivery {
  * Errors: FASTCM_ERR_INVALID_ARGUMENT (capacity out of range). */
 fastcm_status fastcm_create_event_queue(fastcm_engine* engine, uint32_t capacity,
                                         fastcm_event_queue** out) FASTCM_NOEXCEPT;
-/* An eventfd readable while the queue holds events, for epoll loops; owned by the queue (never
- * close it). Threads: any. Blocks: no. Errors: none. */
+/* An eventfd readable while the queue holds events, for poll and epoll loops; owned by the queue:
+ * never close it, and never read it (fastcm_poll reads it when it finds the queue empty; a read
+ * of the application's own would take the wake-up fastcm_poll waits to clear). Threads: any.
+ * Blocks: no. Errors: none. */
 int fastcm_event_queue_fd(const fastcm_event_queue* queue) FASTCM_NOEXCEPT;
 /* Events waiting (a snapshot). Threads: any. Blocks: no. Errors: none. */
 size_t fastcm_event_queue_size(const fastcm_event_queue* queue) FASTCM_NOEXCEPT;

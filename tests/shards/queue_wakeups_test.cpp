@@ -1,0 +1,77 @@
+// QueueWakeups (shards/queue_wakeups.h): a burst's events wait unsignalled until its flush, which
+// wakes each queue once; a burst reaching more queues than it tracks wakes the extra ones at once.
+#include "shards/queue_wakeups.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+
+#include <array>
+#include <deque>
+
+namespace fastcm::shards {
+namespace {
+
+bool readable(int fd) {
+  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
+// The eventfd's counter, read and written back (the test may look; an application may not).
+eventfd_t writes_waiting(int fd) {
+  eventfd_t writes = 0;
+  if (eventfd_read(fd, &writes) != 0) return 0;
+  EXPECT_EQ(eventfd_write(fd, writes), 0);
+  return writes;
+}
+
+Event event_of(std::uint32_t n) {
+  Event e;
+  e.type = EventType::rtu_received;
+  e.id = Id::make(n, 1);
+  return e;
+}
+
+TEST(QueueWakeups, ABurstsEventsWakeTheirQueuesOnceAtTheFlush) {
+  MpscEventQueue a(16);
+  MpscEventQueue b(16);
+  QueueWakeups wakeups;
+  for (std::uint32_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(wakeups.push(a, event_of(i), nullptr));
+    ASSERT_TRUE(wakeups.push(b, event_of(i), nullptr));
+  }
+  EXPECT_EQ(a.size(), 5U);
+  EXPECT_FALSE(readable(a.event_fd()));  // in the queue, not yet signalled
+  EXPECT_FALSE(readable(b.event_fd()));
+  wakeups.flush();
+  EXPECT_EQ(writes_waiting(a.event_fd()), 1U);
+  EXPECT_EQ(writes_waiting(b.event_fd()), 1U);
+  wakeups.flush();  // nothing pushed since: no second write
+  EXPECT_EQ(writes_waiting(a.event_fd()), 1U);
+}
+
+TEST(QueueWakeups, QueuesBeyondThoseItTracksAreWokenAtOnce) {
+  std::deque<MpscEventQueue> queues;
+  for (std::size_t i = 0; i <= QueueWakeups::kMaxPending; ++i) queues.emplace_back(4);
+  QueueWakeups wakeups;
+  for (auto& q : queues) ASSERT_TRUE(wakeups.push(q, event_of(1), nullptr));
+  for (std::size_t i = 0; i < QueueWakeups::kMaxPending; ++i) EXPECT_FALSE(readable(queues[i].event_fd())) << i;
+  EXPECT_TRUE(readable(queues.back().event_fd()));  // no room to defer it
+  wakeups.flush();
+  for (auto& q : queues) EXPECT_EQ(writes_waiting(q.event_fd()), 1U);
+}
+
+TEST(QueueWakeups, AFullQueueRefusesAsAPushDoes) {
+  MpscEventQueue queue(1);
+  QueueWakeups wakeups;
+  ASSERT_TRUE(wakeups.push(queue, event_of(1), nullptr));
+  EXPECT_FALSE(wakeups.push(queue, event_of(2), nullptr));
+  wakeups.flush();
+  std::array<Event, 2> out{};
+  ASSERT_EQ(queue.pop(out), 1U);
+  EXPECT_EQ(out[0].id, event_of(1).id);
+  EXPECT_FALSE(readable(queue.event_fd()));
+}
+
+}  // namespace
+}  // namespace fastcm::shards
