@@ -155,9 +155,9 @@ class CepTable {
     // Release: the callback's effects before any claim that follows (partner: claim's acq_rel).
     word(slot).fetch_and(~kInCallback, std::memory_order_release);
   }
-  // Takes the endpoint from the application: true for exactly one caller per attach. The endpoint
-  // stays live (its protocol side is finished by the caller). The owning shard's thread.
-  // Returns the endpoint, null when `id` is not attached.
+  // Takes the endpoint from the application and returns it, for exactly one caller per attach;
+  // null for the others and when `id` is not attached. The endpoint stays live (its protocol side
+  // is finished by the caller). The owning shard's thread.
   [[nodiscard]] Cep* try_detach(Id id) noexcept {
     const std::optional<std::uint32_t> slot = slot_of(id);
     return slot ? try_detach(id, *slot) : nullptr;
