@@ -24,8 +24,8 @@ namespace fastcm::shards {
 
 class SpareEndpoints {
  public:
-  static constexpr std::uint32_t kTarget = 64;
-  static constexpr std::uint32_t kLow = kTarget / 2;  // top_up refills below this
+  static constexpr std::uint32_t kTarget = 256;
+  static constexpr std::uint32_t kLow = kTarget * 3 / 4;  // top_up refills below this
 
   // Throws std::system_error / std::bad_alloc.
   explicit SpareEndpoints(std::uint32_t shard);
