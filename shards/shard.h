@@ -109,8 +109,8 @@ class Shard final : private engine::Outbox {
   [[nodiscard]] Level inbox_level() const noexcept {
     return Level{.now = inbox_.size(), .high_water = inbox_.high_water(), .limit = inbox_.capacity()};
   }
-  // The worker thread's loop until stop(): batches, spinning briefly when idle, then sleeping on
-  // the inbox eventfd and its ports' rx event fds until work or the next timer.
+  // The worker thread's loop until stop(): batches, and when idle (after idle_spins empty polls)
+  // sleeps on the inbox eventfd and its ports' rx event fds until work or the next timer.
   void run_worker() noexcept;
   [[nodiscard]] engine::Protocol& protocol() noexcept { return protocol_; }
   [[nodiscard]] const engine::Protocol& protocol() const noexcept { return protocol_; }

@@ -142,7 +142,11 @@ struct EngineConfig {
   // the peer's CM response timeout, the engine sends an MRA for it. 0 disables.
   double auto_mra_fraction = 0.5;
   std::uint8_t mra_service_timeout = 24;     // exponent sent in automatic and backlog MRAs
-  std::uint32_t idle_spins = 64;             // empty polls (with a yield) before a worker sleeps
+  // Empty polls (each followed by a yield) before a worker sleeps. 0: it sleeps at its first empty
+  // poll. A yield hands the core to whatever else is runnable, so on cores shared with CPU-bound
+  // work spinning halves the engine's rate (fastcm-bench --contend 2: 162k/s at 64, 299k/s at
+  // 0), while on quiet cores it saves only a few percent of sleeps and wake-ups (541k vs 523k/s).
+  std::uint32_t idle_spins = 0;
   // Half-open handshakes: passive endpoints a REQ made, from the REQ until its handshake settles
   // (established, rejected, timed out or abandoned), at most per source and per listen. A REQ beyond
   // either bound makes no endpoint: its listen's BacklogPolicy answers it (REJ "no resources",

@@ -389,7 +389,7 @@ typedef struct fastcm_engine_config {
   uint32_t mad_buffers;         /* pooled MADs */
   double auto_mra_fraction;     /* of the peer's CM response timeout; 0 disables automatic MRAs */
   uint8_t mra_service_timeout;  /* exponent sent in automatic and backlog MRAs */
-  uint32_t idle_spins;          /* empty polls before a worker sleeps */
+  uint32_t idle_spins;          /* empty polls before a worker sleeps (default 0: at once) */
   uint32_t half_open_per_source; /* unsettled handshakes a REQ opened, per source (LID, or GID) */
   uint32_t half_open_per_listen; /* the same, per listen */
   uint32_t posted_calls;        /* calls queued to shards without waiting, at most; 0: calls wait */
