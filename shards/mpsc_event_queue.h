@@ -17,11 +17,12 @@
 //   full / size / level /    any thread; full, size and level are snapshots.
 //   event_fd
 //
-// The eventfd: readable whenever the queue holds events and no push or pop is midway (no lost
-// wake-up). A pop that leaves the queue empty makes it unreadable again, unless a producer raced
-// in, in which case it stays or becomes readable. A wake-up can be spurious: a pop may find
-// nothing (events pushed before the eventfd write were taken by an earlier pop); that pop clears
-// it. The queue reads the eventfd itself; the application must not (a read of its own would take
+// The eventfd: readable whenever the queue holds events and no push (of push_unsignalled: no
+// signal) or pop is midway (no lost wake-up). A pop that leaves the queue empty makes it
+// unreadable again, unless a producer raced in, in which case it stays or becomes readable. A
+// wake-up can be spurious: a pop may find nothing (events pushed before the eventfd write were
+// taken by an earlier pop, or a producer's write landed after the pop that emptied the queue);
+// that pop clears it. The queue reads the eventfd itself; the application must not (a read of its own would take
 // the write a pop waits for, and the queue's wake-ups would stop): poll or epoll it only.
 //
 // Ownership: an event in the queue holds one reference on its MAD (taken by push); pop hands that
