@@ -7,10 +7,11 @@
 // find its slot. Hiding it would protect nothing: a peer guessing a live ID on one shard has that
 // shard's share of the endpoints in that shard's share of the ID space, the same odds as a guess
 // over all of them. The shard is also the permutation's tweak: the same slot and generation on two
-// shards give unrelated secrets, so an ID a peer holds says nothing of its neighbours on others. The short generation lets the owning shard tell a reused slot from the one a
-// stale MAD names. The permutation, keyed per engine, makes every ID unpredictable from the others
-// a peer has seen (neighbouring slots, or the same slot's previous generation), and IDs of a
-// restarted engine unlikely to collide with those its peers still remember.
+// shards give unrelated secrets, so an ID a peer holds says nothing of its neighbours on others.
+// The short generation lets the owning shard tell a reused slot from the one a stale MAD names.
+// The permutation, keyed per engine, makes every ID unpredictable from the others a peer has seen
+// (neighbouring slots, or the same slot's previous generation), and IDs of a restarted engine
+// unlikely to collide with those its peers still remember.
 //
 // No issued ID is 0: a secret word is never 0 (its generation field never is, cep_table.h) and
 // the permutation maps non-zero words to non-zero ones.

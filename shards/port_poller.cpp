@@ -44,7 +44,7 @@ std::uint32_t PortPoller::shard_for(const engine::RoutingKey& key) const noexcep
     case engine::RoutingKey::Kind::any_shard: return 0;  // the chain starts at shard 0 (shard.h)
     case engine::RoutingKey::Kind::unrouted: break;
   }
-  return port_index_ % shards;
+  return shards_.port_shard(port_index_);
 }
 
 std::size_t PortPoller::poll_once(Shard* local) noexcept {

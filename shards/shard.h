@@ -221,6 +221,11 @@ class ShardSet {
   [[nodiscard]] virtual Shard& shard(std::uint32_t index) noexcept = 0;
   [[nodiscard]] virtual std::uint32_t shard_count() const noexcept = 0;
   [[nodiscard]] virtual bool caller_driven() const noexcept = 0;
+  // The shard that port `port_index` belongs to: its worker polls the port (workers threading),
+  // and MADs of no routing key from it go there (PortPoller::shard_for), so those never cross.
+  [[nodiscard]] std::uint32_t port_shard(std::uint16_t port_index) const noexcept {
+    return port_index % shard_count();
+  }
 };
 
 }  // namespace fastcm::shards

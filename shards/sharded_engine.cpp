@@ -131,9 +131,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     }
     for (std::uint16_t p = 0; p < fabric.ports().size(); ++p) {
       pollers_.push_back(std::make_unique<shards::PortPoller>(fabric, p, *pool_, static_cast<shards::ShardSet&>(*this), layout_));
-      // Port p's worker is shard p mod shards': the shard that MADs of no routing key go to
-      // (PortPoller::shard_for), so those never cross.
-      if (config.threading == Threading::workers) shards_[p % shards_.size()]->add_port(*pollers_.back());
+      if (config.threading == Threading::workers) shards_[port_shard(p)]->add_port(*pollers_.back());
     }
     if (config.threading == Threading::workers) start_threads();
   }
@@ -195,8 +193,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   Status create_id_for_port(const Delivery& delivery, void* context, std::uint8_t port, Id& out) override {
     const std::optional<std::uint16_t> index = engine::port_index_of(fabric_.ports(), port);
     if (!index) return Status::invalid_argument;
-    // The shard whose worker polls the port (the constructor's assignment).
-    return create_endpoint(delivery, context, static_cast<std::uint32_t>(*index % shards_.size()), out);
+    return create_endpoint(delivery, context, port_shard(*index), out);
   }
   Status set_context(Id id, void* context) override {
     return post_or_run(
