@@ -82,7 +82,6 @@ fastcm_status fastcm_listen(fastcm_engine* engine, const fastcm_listen_params* p
   });
 }
 
-
 fastcm_status fastcm_create_id(fastcm_engine* engine, const fastcm_delivery* delivery, void* context,
                                fastcm_id* out) noexcept {
   return create_endpoint(engine, delivery, out, [&](const fastcm::Delivery& d, fastcm::Id& id) {

@@ -26,13 +26,13 @@ struct EngineSizing {
 // Why `config` over a fabric with `ports` ports cannot make an engine, or nullopt when it can.
 [[nodiscard]] std::optional<ConfigError> check_config(const EngineConfig& config, std::size_t ports) noexcept;
 
-// The sizes for a configuration check_config() accepted.
 // The calls posted to shards (EngineConfig::posted_calls, fastcm/engine.h): 0 when calls wait,
 // which a caller-driven engine always does (its calls run inline).
 [[nodiscard]] constexpr std::uint32_t posted_calls(const EngineConfig& config) noexcept {
   return config.threading == Threading::workers ? config.posted_calls : 0;
 }
 
+// The sizes for a configuration check_config() accepted.
 [[nodiscard]] EngineSizing engine_sizing(const EngineConfig& config, std::size_t ports) noexcept;
 
 }  // namespace fastcm::shards

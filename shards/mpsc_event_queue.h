@@ -22,8 +22,9 @@
 // unreadable again, unless a producer raced in, in which case it stays or becomes readable. A
 // wake-up can be spurious: a pop may find nothing (events pushed before the eventfd write were
 // taken by an earlier pop, or a producer's write landed after the pop that emptied the queue);
-// that pop clears it. The queue reads the eventfd itself; the application must not (a read of its own would take
-// the write a pop waits for, and the queue's wake-ups would stop): poll or epoll it only.
+// that pop clears it. The queue reads the eventfd itself; the application must not (a read of its
+// own would take the write a pop waits for, and the queue's wake-ups would stop): poll or epoll
+// it only.
 //
 // Ownership: an event in the queue holds one reference on its MAD (taken by push); pop hands that
 // reference to the caller with the event. Events still inside at destruction are dropped without

@@ -18,13 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "tests/shards/eventfd_probe.h"
+
 namespace fastcm::shards {
 namespace {
 
-bool readable(int fd) {
-  pollfd pfd{fd, POLLIN, 0};
-  return ::poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) != 0;
-}
+using test::readable;
+using test::writes_waiting;
 
 // Blocks until `fd` is readable; false when `guard_ms` passed first (a lost wake-up).
 bool wait_readable(int fd, int guard_ms) {
@@ -201,15 +201,6 @@ TEST(MpscEventQueue, EventFdReadableExactlyWhileNonEmpty) {
   EXPECT_TRUE(readable(fd));
   ASSERT_EQ(queue.pop(out), 1U);
   EXPECT_FALSE(readable(fd));
-}
-
-// The eventfd's counter, looked at without taking it (read, then written back): what the test
-// may do, unlike an application (mpsc_event_queue.h).
-eventfd_t writes_waiting(int fd) {
-  eventfd_t writes = 0;
-  if (eventfd_read(fd, &writes) != 0) return 0;
-  EXPECT_EQ(eventfd_write(fd, writes), 0);
-  return writes;
 }
 
 TEST(MpscEventQueue, OneEventfdWritePerWakeUp) {

@@ -3,27 +3,17 @@
 #include "shards/queue_wakeups.h"
 
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 
 #include <array>
 #include <deque>
 
+#include "tests/shards/eventfd_probe.h"
+
 namespace fastcm::shards {
 namespace {
 
-bool readable(int fd) {
-  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
-  return ::poll(&p, 1, 0) == 1;
-}
-
-// The eventfd's counter, read and written back (the test may look; an application may not).
-eventfd_t writes_waiting(int fd) {
-  eventfd_t writes = 0;
-  if (eventfd_read(fd, &writes) != 0) return 0;
-  EXPECT_EQ(eventfd_write(fd, writes), 0);
-  return writes;
-}
+using test::readable;
+using test::writes_waiting;
 
 Event event_of(std::uint32_t n) {
   Event e;

@@ -11,15 +11,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tests/shards/eventfd_probe.h"
+
 namespace fastcm::shards {
 namespace {
 
 void* item(std::uintptr_t v) { return reinterpret_cast<void*>(v); }
 
-bool readable(int fd) {
-  pollfd pfd{fd, POLLIN, 0};
-  return ::poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) != 0;
-}
+using test::readable;
 
 TEST(ShardInbox, RejectsCapacityOutOfRange) {
   EXPECT_THROW(ShardInbox(0, 0), std::invalid_argument);
