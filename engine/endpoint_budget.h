@@ -31,8 +31,11 @@ class EndpointBudget {
   }
   // A spare taken by the application.
   void adopt() noexcept { raise_high_water(word_.fetch_sub(kOneSpare, std::memory_order_relaxed) - kOneSpare); }
-  // Gives back an endpoint the application held.
-  void give() noexcept { word_.fetch_sub(1, std::memory_order_relaxed); }
+  // Gives back an endpoint the application held, or (`spare`) one taken by take(true) that was
+  // never made: both of its counts, or the spares would stay one too many and used() one short.
+  void give(bool spare = false) noexcept {
+    word_.fetch_sub(spare ? kOneSpare + 1 : 1, std::memory_order_relaxed);
+  }
   // Held by the application now (spares not counted): a snapshot where other threads take and give.
   [[nodiscard]] std::uint32_t used() const noexcept { return held(word_.load(std::memory_order_relaxed)); }
   [[nodiscard]] std::uint32_t limit() const noexcept { return limit_; }

@@ -473,7 +473,7 @@ void Protocol::free_endpoint(Cep& cep) noexcept {
 Cep* Protocol::allocate_endpoint(bool spare) noexcept {
   if (!env_.pool.room_for_handshake() || !env_.budget.take(spare)) return nullptr;
   Cep* cep = table_.allocate();
-  if (cep == nullptr) env_.budget.give();
+  if (cep == nullptr) env_.budget.give(spare);  // the shard's table is full
   return cep;
 }
 

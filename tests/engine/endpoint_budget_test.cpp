@@ -33,5 +33,19 @@ TEST(EndpointBudget, SparesCountTowardTheLimitButNotTowardWhatTheApplicationHold
   EXPECT_EQ(budget.high_water(), 3u);
 }
 
+// A spare taken from the budget but never made (its shard's table was full) gives both counts
+// back: the application can still hold the whole limit, and the high-water mark reach it.
+TEST(EndpointBudget, ASpareNeverMadeGivesBackItsPlace) {
+  EndpointBudget budget(2);
+  ASSERT_TRUE(budget.take(true));
+  budget.give(true);
+  EXPECT_EQ(budget.used(), 0u);
+  ASSERT_TRUE(budget.take());
+  ASSERT_TRUE(budget.take());
+  EXPECT_EQ(budget.used(), 2u);
+  EXPECT_EQ(budget.high_water(), 2u);
+  EXPECT_FALSE(budget.take());
+}
+
 }  // namespace
 }  // namespace fastcm::engine
