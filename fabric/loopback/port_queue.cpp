@@ -9,17 +9,20 @@
 
 namespace fastcm::loopback {
 
-// Both rings hold every slot exactly (RING_F_EXACT_SZ). Senders use HTS (head/tail sync) rings,
-// entered through the generic rte_ring_enqueue/dequeue calls that dispatch on each side's sync
-// type. With classic MP/MC, four sender threads on two cores spun on each other's tail update for
-// minutes under TSan; with HTS the same test takes under a second, and its atomics are plain
-// __atomic builtins that TSan understands.
+// Both rings hold every slot exactly (RING_F_EXACT_SZ). Both sides of both rings are HTS (head/tail
+// sync), entered through the generic rte_ring_enqueue/dequeue calls that dispatch on each side's
+// sync type. With classic MP/MC, four sender threads on two cores spun on each other's tail update
+// for minutes under TSan; with HTS the same test takes under a second, and its atomics are plain
+// __atomic builtins that TSan understands. The single receiver's sides are HTS too, though one
+// thread needs no sync: an SP/SC side publishes its tail with a plain store (Debian's x86 build),
+// which the other side's HTS acquire load reads, and TSan reported that pair as a race whenever
+// the plain store's stack could not be restored for the suppression to match (CServer tests).
 PortQueue::PortQueue(std::uint32_t depth, std::uint32_t id)
     : depth_(depth),
       slots_(std::make_unique<Slot[]>(depth)),
-      rx_("lbrx" + std::to_string(id), depth, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_SC_DEQ),
+      rx_("lbrx" + std::to_string(id), depth, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ),
       free_("lbfree" + std::to_string(id), depth,
-            RING_F_EXACT_SZ | RING_F_SP_ENQ | RING_F_MC_HTS_DEQ) {
+            RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ) {
   for (std::uint32_t i = 0; i < depth; ++i) rte_ring_enqueue(free_.get(), &slots_[i]);
   held_.reserve(depth);
 }
