@@ -87,15 +87,24 @@ TEST(DestroyRace, FromAnotherThreadWhileTheCallbackRuns) {
     req.service_id = kMainService;
     req.primary = cluster.path(client_port_of(conn), server_port_of(conn));
     req.qpn = client_qpn(conn);
-    req.remote_cm_response_timeout = kCmResponseTimeout;
-    req.local_cm_response_timeout = kCmResponseTimeout;
+    req.remote_cm_response_timeout = kPatientCmResponseTimeout;
+    req.local_cm_response_timeout = kPatientCmResponseTimeout;
     req.max_cm_retries = kMaxCmRetries;
     req.private_data = tag;
     ASSERT_EQ(cluster.client().send_req(id, req), Status::ok);
 
-    ASSERT_TRUE(
-        ledger.wait_until(deadline, [&] { return held.entered.load(std::memory_order_acquire); }))
-        << "round " << round << ": no REP reached the client";
+    const auto handshake_failed = [&] {
+      return probe.count(EventType::req_error) + probe.count(EventType::rej_received) > 0;
+    };
+    const bool ended = ledger.wait_until(deadline, [&] {
+      return held.entered.load(std::memory_order_acquire) || handshake_failed();
+    });
+    if (!ended || handshake_failed()) {
+      // The engines' threads stop first: they may still call into `held` and `server`.
+      EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
+      FAIL() << "round " << round << ": "
+             << (ended ? "the handshake failed: " : "neither a REP nor a failure: ") << probe.describe();
+    }
     probe.destroy_claimed.store(true, std::memory_order_release);
     ASSERT_EQ(cluster.client().destroy(id, &on_probe_destroyed, &probe), Status::ok);
     // The callback is still held: on_destroyed cannot have run.

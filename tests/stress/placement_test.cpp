@@ -19,10 +19,6 @@ using SteadyTime = std::chrono::steady_clock;
 
 constexpr std::uint64_t kService = 0x5757'0000'0000'0A00;
 constexpr std::uint32_t kPerPort = 16;
-// ~1 s (4.096 us * 2^18) before a REQ or REP is sent again: these handshakes are answered by this
-// test's thread, which a sanitizer build on a shared machine can hold up for longer than the
-// suite's usual ~17 ms.
-constexpr std::uint8_t kPatientCmResponseTimeout = 18;
 
 std::uint64_t forwarded(const Engine& engine) {
   EngineLevels levels;

@@ -130,8 +130,8 @@ TEST(PostedCalls, ARejectThenDestroyFromOneThreadSendsThatReject) {
     req.service_id = kService;
     req.primary = cluster.path(c % kPorts, c % kPorts);
     req.qpn = 0x100 + c;
-    req.remote_cm_response_timeout = kCmResponseTimeout;
-    req.local_cm_response_timeout = kCmResponseTimeout;
+    req.remote_cm_response_timeout = kPatientCmResponseTimeout;
+    req.local_cm_response_timeout = kPatientCmResponseTimeout;
     req.max_cm_retries = kMaxCmRetries;
     ASSERT_EQ(client.send_req(active, req), Status::ok);
 
