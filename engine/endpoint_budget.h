@@ -22,7 +22,7 @@ class EndpointBudget {
   [[nodiscard]] bool take(bool spare = false) noexcept {
     // Relaxed: a count, nothing is published through it (the endpoint lives in its shard).
     std::uint64_t word = word_.load(std::memory_order_relaxed);
-    const std::uint64_t step = spare ? kOneSpare + 1 : 1;
+    const std::uint64_t step = step_of(spare);
     do {
       if (taken(word) >= limit_) return false;
     } while (!word_.compare_exchange_weak(word, word + step, std::memory_order_relaxed));
@@ -34,7 +34,7 @@ class EndpointBudget {
   // Gives back an endpoint the application held, or (`spare`) one taken by take(true) that was
   // never made: both of its counts, or the spares would stay one too many and used() one short.
   void give(bool spare = false) noexcept {
-    word_.fetch_sub(spare ? kOneSpare + 1 : 1, std::memory_order_relaxed);
+    word_.fetch_sub(step_of(spare), std::memory_order_relaxed);
   }
   // Held by the application now (spares not counted): a snapshot where other threads take and give.
   [[nodiscard]] std::uint32_t used() const noexcept { return held(word_.load(std::memory_order_relaxed)); }
@@ -47,6 +47,8 @@ class EndpointBudget {
   // One word, so that every change sees both counts at once: all endpoints taken in the low half,
   // the spares among them in the high half.
   static constexpr std::uint64_t kOneSpare = std::uint64_t{1} << 32;
+  // What one endpoint adds to the word: a spare counts in both halves.
+  [[nodiscard]] static constexpr std::uint64_t step_of(bool spare) noexcept { return spare ? kOneSpare + 1 : 1; }
   [[nodiscard]] static std::uint32_t taken(std::uint64_t word) noexcept { return static_cast<std::uint32_t>(word); }
   [[nodiscard]] static std::uint32_t held(std::uint64_t word) noexcept {
     return taken(word) - static_cast<std::uint32_t>(word >> 32);
