@@ -10,6 +10,14 @@
 // Thread contract: the owning shard's thread only, except the attachment words (attached,
 // try_detach), which any thread may read and claim. Bounded: nothing allocates after construction.
 //
+// Hints: finding a slot from a CID is a decode, six SipHash rounds (cid_permutation.h), which
+// alone was about a quarter of the instructions a connection's MADs cost. Most lookups name an
+// endpoint issued or found moments ago (a REP names the REQ's endpoint, an API call the Id just
+// created), so a small direct-mapped table keeps, at the CID's low bits (uniform: the permutation
+// makes them so), the slot of the endpoint last issued or found there. A hint is only a guess: it
+// counts when that slot holds a live endpoint with exactly that CID, the one endpoint the CID can
+// name; otherwise the lookup decodes. A peer's MAD cannot make a wrong hint count, only miss.
+//
 // Attachment: each slot has one atomic word holding the slot's generation while the application
 // holds the endpoint, 0 otherwise. It is the one fact about an endpoint other threads need:
 // destroy() from any thread claims it with a compare-and-swap (so exactly one destroy wins), and
@@ -21,7 +29,9 @@
 // by a compare-and-swap from the bare generation, so once a destroy's claim is in, none starts.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -39,7 +49,14 @@ class CepTable {
   // `capacity` ≤ CidLayout::max_slots(shards). Reserves address space for every slot; throws std::bad_alloc
   // when it cannot.
   CepTable(std::uint32_t capacity, std::uint32_t shard, CidLayout layout)
-      : slots_(capacity), free_fifo_(capacity), attached_(capacity), capacity_(capacity), shard_(shard), layout_(layout) {}
+      : slots_(capacity),
+        free_fifo_(capacity),
+        attached_(capacity),
+        hints_(hint_count(capacity)),
+        hint_mask_(hint_count(capacity) - 1),
+        capacity_(capacity),
+        shard_(shard),
+        layout_(layout) {}
 
   ~CepTable() {
     for (std::uint32_t s = 0; s < constructed_; ++s) at(s).~Cep();
@@ -65,6 +82,7 @@ class CepTable {
     Cep& cep = at(slot);
     cep.live = true;
     cep.local_comm_id = layout_.encode({shard_, slot, cep.generation});
+    hint(cep.local_comm_id) = slot;
     return &cep;
   }
 
@@ -89,8 +107,11 @@ class CepTable {
   // The live endpoint a wire CID names, or null (another shard's CID, unknown slot, or a slot
   // whose generation moved on).
   [[nodiscard]] Cep* find_by_comm_id(std::uint32_t comm_id) noexcept {
+    if (Cep* hinted = live_at(hint(comm_id), comm_id)) return hinted;
     const CidParts parts = layout_.decode(comm_id);
-    return parts.shard == shard_ ? live_at(parts.slot, comm_id) : nullptr;
+    Cep* cep = parts.shard == shard_ ? live_at(parts.slot, comm_id) : nullptr;
+    if (cep != nullptr) hint(comm_id) = parts.slot;
+    return cep;
   }
 
   [[nodiscard]] const Cep* find_by_comm_id(std::uint32_t comm_id) const noexcept {
@@ -98,15 +119,23 @@ class CepTable {
   }
 
   // The slot an API Id names on this table, or nullopt for another shard's Id or a slot beyond
-  // the table (a decode: where the caller already holds the slot, it passes it instead).
+  // the table (a decode: where the caller already holds the slot, it passes it instead). Any
+  // thread.
   [[nodiscard]] std::optional<std::uint32_t> slot_of(Id id) const noexcept {
     const CidParts parts = layout_.decode(id.comm_id());
     if (parts.shard != shard_ || parts.slot >= capacity_) return std::nullopt;
     return parts.slot;
   }
+  // slot_of(id) on the owning shard's thread: the same answer, through the hint when `id` names
+  // a live endpoint issued or found lately.
+  [[nodiscard]] std::optional<std::uint32_t> own_slot_of(Id id) const noexcept {
+    const std::uint32_t hinted = hints_[id.comm_id() & hint_mask_];
+    if (holds(hinted, id.comm_id())) return hinted;
+    return slot_of(id);
+  }
   // The live endpoint an API Id names, or null when the Id is stale.
   [[nodiscard]] Cep* find(Id id) noexcept {
-    const std::optional<std::uint32_t> slot = slot_of(id);
+    const std::optional<std::uint32_t> slot = own_slot_of(id);
     return slot ? find(id, *slot) : nullptr;
   }
   [[nodiscard]] const Cep* find(Id id) const noexcept { return const_cast<CepTable*>(this)->find(id); }
@@ -159,7 +188,7 @@ class CepTable {
   // null for the others and when `id` is not attached. The endpoint stays live (its protocol side
   // is finished by the caller). The owning shard's thread.
   [[nodiscard]] Cep* try_detach(Id id) noexcept {
-    const std::optional<std::uint32_t> slot = slot_of(id);
+    const std::optional<std::uint32_t> slot = own_slot_of(id);
     return slot ? try_detach(id, *slot) : nullptr;
   }
   // try_detach(id) where `slot` is already known to be slot_of(id).
@@ -168,7 +197,7 @@ class CepTable {
   }
 
   // try_detach from any other thread: the claim stays pending (the slot is not reused) until the
-  // shard calls complete_remote_detach(id). Returns the endpoint's slot (for the caller's own
+  // shard calls complete_remote_detach(slot, id.generation()). Returns the endpoint's slot (for the caller's own
   // per-slot records: the endpoint itself is the shard's), nullopt when `id` is not attached.
   // Any thread.
   [[nodiscard]] std::optional<std::uint32_t> try_detach_remote(Id id) noexcept {
@@ -177,12 +206,14 @@ class CepTable {
     return slot;
   }
 
-  // The shard's side of a remote detach: ends the pending claim (returning a parked slot to the
-  // free FIFO) and returns the endpoint if it is still live, else null. The owning shard's thread.
-  Cep* complete_remote_detach(Id id) noexcept {
-    const std::uint32_t slot = layout_.decode(id.comm_id()).slot;
+  // The shard's side of a remote detach, given the slot try_detach_remote returned and the
+  // detached Id's generation: ends the pending claim (returning a parked slot to the free FIFO)
+  // and returns the endpoint if it is still live, else null. The owning shard's thread.
+  Cep* complete_remote_detach(std::uint32_t slot, std::uint32_t generation) noexcept {
     word(slot).store(0, std::memory_order_relaxed);  // only the shard writes a pending word
-    Cep* cep = find(id, slot);
+    // A pending claim kept the slot from reuse, so a live endpoint there of that generation is
+    // the detached one.
+    Cep* cep = at(slot).live && at(slot).generation == generation ? &at(slot) : nullptr;
     if (at(slot).parked) {
       at(slot).parked = false;
       push_free(slot);
@@ -192,6 +223,9 @@ class CepTable {
 
   // A slot handed out at least once (slot < high_water()).
   [[nodiscard]] Cep& at(std::uint32_t slot) noexcept { return *std::launder(reinterpret_cast<Cep*>(&slots_[slot])); }
+  [[nodiscard]] const Cep& at(std::uint32_t slot) const noexcept {
+    return *std::launder(reinterpret_cast<const Cep*>(&slots_[slot]));
+  }
   // Slots [0, high_water()) have been handed out at least once; the others were never touched.
   [[nodiscard]] std::uint32_t high_water() const noexcept { return constructed_; }
   [[nodiscard]] static Id id_of(const Cep& cep) noexcept { return Id::make(cep.local_comm_id, cep.generation); }
@@ -216,12 +250,22 @@ class CepTable {
                                          std::memory_order_acquire));
     return true;
   }
+  // Whether `slot` holds the live endpoint whose wire ID is `comm_id`. The owning shard's thread.
+  [[nodiscard]] bool holds(std::uint32_t slot, std::uint32_t comm_id) const noexcept {
+    if (slot >= constructed_) return false;
+    const Cep& cep = at(slot);
+    return cep.live && cep.local_comm_id == comm_id;
+  }
   // The live endpoint in `slot` whose wire ID is `comm_id`, or null. The owning shard's thread.
   [[nodiscard]] Cep* live_at(std::uint32_t slot, std::uint32_t comm_id) noexcept {
-    if (slot >= constructed_) return nullptr;
-    Cep& cep = at(slot);
-    return cep.live && cep.local_comm_id == comm_id ? &cep : nullptr;
+    return holds(slot, comm_id) ? &at(slot) : nullptr;
   }
+  // At most 4096 hints (16 KiB): enough for the endpoints a storm's window keeps in flight on a
+  // shard; a power of two, so the CID's low bits index them.
+  [[nodiscard]] static std::uint32_t hint_count(std::uint32_t capacity) noexcept {
+    return std::bit_ceil(std::clamp<std::uint32_t>(capacity, 1, 4096));
+  }
+  [[nodiscard]] std::uint32_t& hint(std::uint32_t comm_id) noexcept { return hints_[comm_id & hint_mask_]; }
   void push_free(std::uint32_t slot) noexcept {
     free_fifo_[(free_head_ + free_count_) % capacity_] = slot;
     ++free_count_;
@@ -249,6 +293,8 @@ class CepTable {
   DemandZeroArray<CepStorage> slots_;
   DemandZeroArray<std::uint32_t> free_fifo_;  // freed slots, a ring of free_count_ from free_head_
   mutable DemandZeroArray<std::uint32_t> attached_;
+  DemandZeroArray<std::uint32_t> hints_;  // slots, at CIDs' low bits (see Hints above)
+  std::uint32_t hint_mask_;
   std::uint32_t capacity_;
   std::uint32_t constructed_ = 0;  // slots [0, constructed_) hold a Cep
   std::uint32_t free_head_ = 0;

@@ -402,7 +402,7 @@ std::optional<DropReason> Protocol::address_mismatch(const Cep& cep, const MadAd
 
 std::optional<std::uint32_t> Protocol::slot_of(Id id) const noexcept {
   if (running_callbacks_ != nullptr && running_callbacks_->id == id) return running_callbacks_->slot;
-  return table_.slot_of(id);
+  return table_.own_slot_of(id);
 }
 
 Cep* Protocol::find_user(Id id) noexcept {
@@ -501,7 +501,7 @@ Status Protocol::create_spare(Id& out) noexcept {
 }
 
 void Protocol::adopt_spare(Id id, const Delivery& delivery, void* context) noexcept {
-  Cep& cep = table_.at(env_.layout.decode(id.comm_id()).slot);
+  Cep& cep = table_.at(*table_.own_slot_of(id));  // a spare this shard made: always its slot
   cep.delivery = delivery;
   cep.context = context;
   env_.budget.adopt();
@@ -540,9 +540,10 @@ Status Protocol::destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noe
   return Status::ok;
 }
 
-void Protocol::destroy_detached(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {
+void Protocol::destroy_detached(std::uint32_t slot, std::uint32_t generation, Engine::DestroyedFn on_destroyed,
+                                void* ctx) noexcept {
   // Still live unless its time-wait ended (or its SIDR answer went out) since the detach.
-  if (Cep* cep = table_.complete_remote_detach(id)) abandon(*cep);
+  if (Cep* cep = table_.complete_remote_detach(slot, generation)) abandon(*cep);
   if (on_destroyed != nullptr) env_.outbox.retire(on_destroyed, ctx);
 }
 

@@ -107,9 +107,11 @@ class Protocol {
   Status establish(Id id) noexcept;
   // Destroy on the shard's own thread (also from a callback): detaches and abandons the endpoint.
   Status destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
-  // The shard's part of a destroy another thread started by winning CepTable::try_detach_remote(id):
-  // abandons the endpoint if it is still live, then retires on_destroyed.
-  void destroy_detached(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
+  // The shard's part of a destroy another thread started by winning CepTable::try_detach_remote(id)
+  // (`slot` its answer, `generation` the Id's): abandons the endpoint if it is still live, then
+  // retires on_destroyed.
+  void destroy_detached(std::uint32_t slot, std::uint32_t generation, Engine::DestroyedFn on_destroyed,
+                        void* ctx) noexcept;
   // A received REQ or REP (`cause`, Outbox::notify_stale) claims the remote QP of an endpoint of
   // this shard for a new connection: the endpoint RemoteQpns records for that QP is disconnected
   // if it is still established and `cause` came from its peer's address (address_mismatch; a
@@ -296,8 +298,8 @@ class Protocol {
   // Live and still attached to the application (or, for the posted call running, detaching).
   Cep* find_user(Id id) noexcept;
   const Cep* find_user(Id id) const noexcept;
-  // CepTable::slot_of(id), without its decode when `id` is the endpoint whose callback runs: the
-  // usual target of a call made from a callback.
+  // CepTable::own_slot_of(id), without even its hint lookup when `id` is the endpoint whose
+  // callback runs: the usual target of a call made from a callback.
   [[nodiscard]] std::optional<std::uint32_t> slot_of(Id id) const noexcept;
 
   [[nodiscard]] static Event event_of(EventType type) noexcept {

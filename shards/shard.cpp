@@ -243,8 +243,7 @@ void Shard::handle(InboxItem item) noexcept {
     case InboxItem::Kind::destroy: {
       const std::uint32_t slot = item.slot();
       const PendingDestroy pending = pending_destroys_[slot];
-      const Id id = Id::make(env_.layout.encode({env_.index, slot, pending.generation}), pending.generation);
-      protocol_.destroy_detached(id, pending.on_destroyed, pending.ctx);
+      protocol_.destroy_detached(slot, pending.generation, pending.on_destroyed, pending.ctx);
       break;
     }
     case InboxItem::Kind::stale: {

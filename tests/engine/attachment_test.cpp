@@ -3,6 +3,8 @@
 // a slot whose remote destroy is on its way is not reused.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "engine/cep_table.h"
 
 namespace fastcm::engine {
@@ -18,12 +20,12 @@ TEST_F(Attachment, OnlyOneDetachWinsAndTheIdGoesStale) {
   table_.attach(*cep);
   const Id id = CepTable::id_of(*cep);
   EXPECT_TRUE(table_.attached(id));
-  EXPECT_TRUE(table_.try_detach_remote(id));
+  EXPECT_EQ(table_.try_detach_remote(id), cep->slot);
   EXPECT_FALSE(table_.try_detach_remote(id));
   EXPECT_FALSE(table_.try_detach(id));
   EXPECT_FALSE(table_.attached(id));
   EXPECT_FALSE(table_.attached(*cep));
-  EXPECT_EQ(table_.complete_remote_detach(id), cep);  // still live: its protocol side follows
+  EXPECT_EQ(table_.complete_remote_detach(cep->slot, id.generation()), cep);  // still live: its protocol side follows
 }
 
 TEST_F(Attachment, NoCallbackStartsAfterADetach) {
@@ -44,7 +46,7 @@ TEST_F(Attachment, ARunningCallbackDoesNotBlockADetachAndEndsCleanly) {
   EXPECT_FALSE(table_.attached(id));
   table_.leave_callback(cep->slot);
   EXPECT_FALSE(table_.enter_callback(*cep));
-  EXPECT_EQ(table_.complete_remote_detach(id), cep);
+  EXPECT_EQ(table_.complete_remote_detach(cep->slot, id.generation()), cep);
 }
 
 TEST_F(Attachment, AnOwnerDetachInsideTheCallbackEndsWithTheSlotClear) {
@@ -66,10 +68,11 @@ TEST_F(Attachment, ASlotFreedWhileItsRemoteDestroyIsQueuedIsNotReused) {
   Cep* cep = one_slot.allocate();
   one_slot.attach(*cep);
   const Id id = CepTable::id_of(*cep);
+  const std::uint32_t slot = cep->slot;
   ASSERT_TRUE(one_slot.try_detach_remote(id));
   one_slot.free(*cep);  // e.g. its time-wait ended before the shard saw the destroy
   EXPECT_EQ(one_slot.allocate(), nullptr);
-  EXPECT_EQ(one_slot.complete_remote_detach(id), nullptr);  // gone, and the slot is free again
+  EXPECT_EQ(one_slot.complete_remote_detach(slot, id.generation()), nullptr);  // gone, and the slot is free again
   EXPECT_NE(one_slot.allocate(), nullptr);
 }
 
