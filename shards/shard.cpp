@@ -171,11 +171,14 @@ void Shard::run_worker() noexcept {
       idle = 0;
       continue;
     }
-    if (++idle < env_.config.idle_spins) {
+    const std::uint32_t spins =
+        served_calls_ ? std::max(env_.config.idle_spins, kSpinsAfterCalls) : env_.config.idle_spins;
+    if (++idle < spins) {
       std::this_thread::yield();  // a preempted producer gets the core
       continue;
     }
     idle = 0;
+    served_calls_ = false;
     std::array<void*, kBurst> items;
     // Offline while asleep: a sleeping shard must not hold up anyone's grace period.
     env_.epoch.offline(env_.index);
@@ -230,7 +233,10 @@ std::size_t Shard::sleep(std::span<void*> out) noexcept {
 }
 
 void Shard::handle(InboxItem item) noexcept {
-  switch (item.kind()) {
+  const InboxItem::Kind kind = item.kind();
+  served_calls_ |=
+      kind == InboxItem::Kind::command || kind == InboxItem::Kind::posted || kind == InboxItem::Kind::destroy;
+  switch (kind) {
     case InboxItem::Kind::mad: deliver(item.mad()); break;
     case InboxItem::Kind::mad_chain: handle_chain(item.mad()); break;
     case InboxItem::Kind::command: {

@@ -71,6 +71,13 @@ class Shard final : private engine::Outbox {
   // engine's bound on them): every other control item (stale notices, commands of waiting
   // threads) fits without waiting in all but pathological cases (post_control yields then).
   static constexpr std::uint32_t kControlHeadroom = 1024;
+  // Empty polls a worker spins, at least, before it sleeps when API calls came through its inbox
+  // since it last slept. The thread of a call whose shard sleeps pays the wake-up (an eventfd
+  // write, and on busy cores the woken worker preempting it); where one call came, more follow (a
+  // destroy loop, an application answering events), and a spinning worker takes them with no
+  // system call on either side. MADs alone do not make a worker spin: on cores shared with
+  // CPU-bound work, spinning gives the core away a yield at a time (EngineConfig::idle_spins).
+  static constexpr std::uint32_t kSpinsAfterCalls = 64;
   // The sizes the shard's rings get from its MAD share, table size and the posted-call bound, in
   // 64 bits so a configuration check can compare them with the rings' limits before anything
   // overflows.
@@ -109,8 +116,9 @@ class Shard final : private engine::Outbox {
   [[nodiscard]] Level inbox_level() const noexcept {
     return Level{.now = inbox_.size(), .high_water = inbox_.high_water(), .limit = inbox_.capacity()};
   }
-  // The worker thread's loop until stop(): batches, and when idle (after idle_spins empty polls)
-  // sleeps on the inbox eventfd and its ports' rx event fds until work or the next timer.
+  // The worker thread's loop until stop(): batches, and when idle (after idle_spins empty polls,
+  // at least kSpinsAfterCalls when API calls came through the inbox since it last slept) sleeps on
+  // the inbox eventfd and its ports' rx event fds until work or the next timer.
   void run_worker() noexcept;
   [[nodiscard]] engine::Protocol& protocol() noexcept { return protocol_; }
   [[nodiscard]] const engine::Protocol& protocol() const noexcept { return protocol_; }
@@ -212,6 +220,9 @@ class Shard final : private engine::Outbox {
   std::unique_ptr<std::atomic<std::uint64_t>[]> unkept_drops_;
   bool stopping_ = false;  // set by stop()'s command: the shard's thread only
   bool in_batch_ = false;  // run_batch() is running: the shard's thread only
+  // An API call (a command, posted call or destroy) came through the inbox since the worker last
+  // slept: the worker's thread only.
+  bool served_calls_ = false;
 };
 
 // The shards of one engine, for routing between them.

@@ -146,10 +146,12 @@ struct EngineConfig {
   // poll. A yield hands the core to whatever else is runnable, so on cores shared with CPU-bound
   // work spinning halves the engine's rate (fastcm-bench --contend 2: 162k/s at 64, 299k/s at
   // 0), while on quiet cores it saves only a few percent of sleeps and wake-ups (541k vs 523k/s).
-  // Sleeping costs application threads' calls instead: a call whose shard sleeps pays the eventfd
-  // write that wakes it, and woken workers preempt callers on busy cores (fastcm_bench_destroy,
-  // two shared cores, destroy's p99 while callbacks run: 2.3 us at 0, 0.7 us at 64). Give the
-  // engine spins where its cores are its own and API-call latency matters.
+  // Sleeping would cost application threads' calls instead: a call whose shard sleeps pays the
+  // eventfd write that wakes it, and woken workers preempt callers on busy cores. So after serving
+  // API calls (commands, posted calls, destroys) a worker spins at least 64 empty polls whatever
+  // this says (fastcm_bench_destroy, two shared cores, destroy's p99 while callbacks run: 2.3 us
+  // when workers slept at once, 0.6 us with those spins). Raise it where the engine's cores are its
+  // own, to save MADs' wake-ups too.
   std::uint32_t idle_spins = 0;
   // Half-open handshakes: passive endpoints a REQ made, from the REQ until its handshake settles
   // (established, rejected, timed out or abandoned), at most per source and per listen. A REQ beyond
