@@ -501,7 +501,8 @@ Status Protocol::create_spare(Id& out) noexcept {
 }
 
 void Protocol::adopt_spare(Id id, const Delivery& delivery, void* context) noexcept {
-  Cep& cep = table_.at(*table_.own_slot_of(id));  // a spare this shard made: always its slot
+  // slot_of, not own_slot_of: this runs on the taking thread, where the hints are the shard's.
+  Cep& cep = table_.at(*table_.slot_of(id));
   cep.delivery = delivery;
   cep.context = context;
   env_.budget.adopt();
