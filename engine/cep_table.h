@@ -53,7 +53,6 @@ class CepTable {
         free_fifo_(capacity),
         attached_(capacity),
         hints_(hint_count(capacity)),
-        hint_mask_(hint_count(capacity) - 1),
         capacity_(capacity),
         shard_(shard),
         layout_(layout) {}
@@ -82,7 +81,7 @@ class CepTable {
     Cep& cep = at(slot);
     cep.live = true;
     cep.local_comm_id = layout_.encode({shard_, slot, cep.generation});
-    hint(cep.local_comm_id) = slot;
+    hints_[hint_index(cep.local_comm_id)] = slot;
     return &cep;
   }
 
@@ -107,10 +106,10 @@ class CepTable {
   // The live endpoint a wire CID names, or null (another shard's CID, unknown slot, or a slot
   // whose generation moved on).
   [[nodiscard]] Cep* find_by_comm_id(std::uint32_t comm_id) noexcept {
-    if (Cep* hinted = live_at(hint(comm_id), comm_id)) return hinted;
+    if (Cep* hinted = live_at(hints_[hint_index(comm_id)], comm_id)) return hinted;
     const CidParts parts = layout_.decode(comm_id);
     Cep* cep = parts.shard == shard_ ? live_at(parts.slot, comm_id) : nullptr;
-    if (cep != nullptr) hint(comm_id) = parts.slot;
+    if (cep != nullptr) hints_[hint_index(comm_id)] = parts.slot;
     return cep;
   }
 
@@ -129,7 +128,7 @@ class CepTable {
   // slot_of(id) on the owning shard's thread: the same answer, through the hint when `id` names
   // a live endpoint issued or found lately.
   [[nodiscard]] std::optional<std::uint32_t> own_slot_of(Id id) const noexcept {
-    const std::uint32_t hinted = hints_[id.comm_id() & hint_mask_];
+    const std::uint32_t hinted = hints_[hint_index(id.comm_id())];
     if (holds(hinted, id.comm_id())) return hinted;
     return slot_of(id);
   }
@@ -213,12 +212,13 @@ class CepTable {
     word(slot).store(0, std::memory_order_relaxed);  // only the shard writes a pending word
     // A pending claim kept the slot from reuse, so a live endpoint there of that generation is
     // the detached one.
-    Cep* cep = at(slot).live && at(slot).generation == generation ? &at(slot) : nullptr;
-    if (at(slot).parked) {
-      at(slot).parked = false;
+    Cep& cep = at(slot);
+    Cep* detached = cep.live && cep.generation == generation ? &cep : nullptr;
+    if (cep.parked) {
+      cep.parked = false;
       push_free(slot);
     }
-    return cep;
+    return detached;
   }
 
   // A slot handed out at least once (slot < high_water()).
@@ -265,7 +265,7 @@ class CepTable {
   [[nodiscard]] static std::uint32_t hint_count(std::uint32_t capacity) noexcept {
     return std::bit_ceil(std::clamp<std::uint32_t>(capacity, 1, 4096));
   }
-  [[nodiscard]] std::uint32_t& hint(std::uint32_t comm_id) noexcept { return hints_[comm_id & hint_mask_]; }
+  [[nodiscard]] std::size_t hint_index(std::uint32_t comm_id) const noexcept { return comm_id & (hints_.size() - 1); }
   void push_free(std::uint32_t slot) noexcept {
     free_fifo_[(free_head_ + free_count_) % capacity_] = slot;
     ++free_count_;
@@ -294,7 +294,6 @@ class CepTable {
   DemandZeroArray<std::uint32_t> free_fifo_;  // freed slots, a ring of free_count_ from free_head_
   mutable DemandZeroArray<std::uint32_t> attached_;
   DemandZeroArray<std::uint32_t> hints_;  // slots, at CIDs' low bits (see Hints above)
-  std::uint32_t hint_mask_;
   std::uint32_t capacity_;
   std::uint32_t constructed_ = 0;  // slots [0, constructed_) hold a Cep
   std::uint32_t free_head_ = 0;
