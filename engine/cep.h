@@ -39,8 +39,12 @@ struct Cep {
   Qpn local_qpn = 0;
   Qpn remote_qpn = 0;
   QKey remote_qkey = 0;
+  // The intrusive links (slot indexes) lie beside the keys they chain by, so a REQ walking a
+  // chain of other endpoints reads one cache line of each, not two.
+  std::uint32_t dup_next = kNoSlot;      // duplicate-REQ index: (remote comm ID, remote CA GUID)
   std::uint64_t service_id = 0;
   std::uint32_t sidr_request_id = 0;
+  std::uint32_t sidr_next = kNoSlot;     // SIDR_REQs being answered: (request ID, sender)
 
   // ---- protocol state --------------------------------------------------------------------------
   CepState state = CepState::idle;
@@ -104,9 +108,6 @@ struct Cep {
   std::uint32_t half_open_source = 0;
   bool unanswering_source = false;
 
-  // ---- intrusive links (slot indexes) -----------------------------------------------------------
-  std::uint32_t dup_next = kNoSlot;      // duplicate-REQ index: (remote comm ID, remote CA GUID)
-  std::uint32_t sidr_next = kNoSlot;     // SIDR_REQs being answered: (request ID, sender)
 };
 
 }  // namespace fastcm::engine

@@ -57,6 +57,13 @@ class CepIndex {
   // Starts loading the bucket find(key) and insert() will read: a random line of a table sized
   // for every endpoint, the one cache miss most REQs would otherwise wait for.
   void prefetch(RemoteKey key) const noexcept { __builtin_prefetch(&buckets_[bucket(key)]); }
+  // The second step, once prefetch(key)'s line has had time to arrive: starts loading the link of
+  // the first endpoint in the key's chain, and the key beside it (cep.h), which find(key) reads
+  // next: another random line.
+  void prefetch_chain(RemoteKey key) const noexcept {
+    const std::uint32_t head = buckets_[bucket(key)];
+    if (head != kNoSlot) __builtin_prefetch(&(table_.at(head).*Link));
+  }
 
   [[nodiscard]] Cep* find(RemoteKey key) noexcept {
     for (std::uint32_t s = buckets_[bucket(key)]; s != kNoSlot; s = table_.at(s).*Link) {

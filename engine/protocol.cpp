@@ -7,6 +7,7 @@
 
 #include "engine/mad/codec.h"
 #include "engine/private_data.h"
+#include "engine/routing_key.h"
 #include "engine/mad/units.h"
 #include "logging/log.h"
 
@@ -104,8 +105,29 @@ void Protocol::on_mad(MadBuf* buf) noexcept {
 
 void Protocol::prefetch(const MadBuf& buf) const noexcept {
   const mad::ConstMadSpan bytes(buf.packet.mad);
+  const RoutingKey key = routing_key(bytes, buf.packet.addr);
+  switch (key.kind) {
+    case RoutingKey::Kind::remote_qp:  // a REQ: on_req's duplicate and stale checks
+      dup_reqs_.prefetch({mad::peek<&mad::Req::local_comm_id>(bytes), key.origin});
+      env_.remote_qpns.prefetch({key.id, key.origin});
+      break;
+    case RoutingKey::Kind::local_comm_id:
+      table_.prefetch(key.comm_id);
+      // A REP's stale check and claim (record_remote_qpn) read its sender's QP in RemoteQpns.
+      if (mad::peek<&mad::MadHeader::attribute_id>(bytes) == mad::AttrId::rep) {
+        env_.remote_qpns.prefetch({mad::peek<&mad::Rep::local_qpn>(bytes), mad::peek<&mad::Rep::local_ca_guid>(bytes)});
+      }
+      break;
+    case RoutingKey::Kind::sidr_request:
+    case RoutingKey::Kind::any_shard:
+    case RoutingKey::Kind::unrouted: break;
+  }
+}
+
+void Protocol::prefetch_second(const MadBuf& buf) const noexcept {
+  const mad::ConstMadSpan bytes(buf.packet.mad);
   if (mad::peek<&mad::MadHeader::attribute_id>(bytes) != mad::AttrId::req) return;
-  dup_reqs_.prefetch({mad::peek<&mad::Req::local_comm_id>(bytes), mad::peek<&mad::Req::local_ca_guid>(bytes)});
+  dup_reqs_.prefetch_chain({mad::peek<&mad::Req::local_comm_id>(bytes), mad::peek<&mad::Req::local_ca_guid>(bytes)});
 }
 
 // ---- timers ------------------------------------------------------------------------------------

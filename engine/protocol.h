@@ -67,10 +67,15 @@ class Protocol {
   // ---- input ---------------------------------------------------------------------------------
   // A MAD received on buf->packet.addr.port_index; takes over the caller's reference. Untrusted.
   void on_mad(MadBuf* buf) noexcept;
-  // Starts loading the duplicate-index bucket on_mad(buf) will read first if buf is a REQ (a random
-  // line of a table sized for every endpoint: the storm profile's costliest miss), so a shard
-  // handling a burst overlaps it. Reads only buf's header and REQ keys; changes nothing.
+  // Starts loading the memory on_mad(buf) will wait for, so a shard handling a burst overlaps the
+  // misses of the MADs ahead: for a REQ the duplicate-index bucket and the sender's QP entry in
+  // RemoteQpns (random lines of tables sized for every endpoint), for a MAD naming one of our
+  // endpoints that endpoint as its lookup hint names it, and for a REP also its sender's QP
+  // entry. Reads only buf's routing fields and the shard's hints; changes nothing.
   void prefetch(const MadBuf& buf) const noexcept;
+  // The second step of prefetch(buf), a few MADs later, when the lines it loaded have arrived:
+  // for a REQ, the first endpoint of its duplicate-index chain. Same terms as prefetch().
+  void prefetch_second(const MadBuf& buf) const noexcept;
   // Starts a batch of input (MADs, commands, callbacks' calls) that ends at the next on_timers():
   // the timers it arms count from the time on_timers() reads (TimerWheel "Deferred arms"), so a
   // batch reads the clock once, and its timers fire no earlier than they would armed one by one.

@@ -43,6 +43,12 @@ class RemoteQpns {
   // Forgets `key` if it is recorded for `owner`; otherwise does nothing. Thread contract: any
   // thread, concurrently.
   virtual void release(RemoteQpnKey key, Id owner) noexcept = 0;
+
+  // Starts loading the memory a find or claim of `key` reads first, so that a caller knowing the
+  // key a few MADs ahead does not wait for it then. A hint: changes nothing, and a table with
+  // nothing worth loading ahead keeps this default, which does nothing. Thread contract: any
+  // thread.
+  virtual void prefetch(RemoteQpnKey /*key*/) const noexcept {}
 };
 
 }  // namespace fastcm::engine

@@ -206,6 +206,13 @@ bool RemoteQpnRegistry::nothing_at_home(Home home, std::uint32_t tags) const noe
          chunks_[home.chunk].overflow.load(std::memory_order_relaxed) == 0;  // see walk()
 }
 
+void RemoteQpnRegistry::prefetch(engine::RemoteQpnKey key) const noexcept {
+  static_assert(sizeof(RemoteQpnChunk) == 128, "a chunk is two cache lines");
+  const auto* chunk = reinterpret_cast<const std::byte*>(&chunks_[home_of(key).chunk]);
+  __builtin_prefetch(chunk, 1);
+  __builtin_prefetch(chunk + 64, 1);
+}
+
 std::optional<Id> RemoteQpnRegistry::find(engine::RemoteQpnKey key) const noexcept {
   const Home home = home_of(key);
   // Relaxed, as in walk().

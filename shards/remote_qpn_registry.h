@@ -105,6 +105,10 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
   // As RemoteQpns: any thread, concurrently. Same waiting as claim.
   void release(engine::RemoteQpnKey key, Id owner) noexcept override;
 
+  // As RemoteQpns: the key's home chunk (both its cache lines), for writing, since a claim of the
+  // key usually follows its find. Any thread.
+  void prefetch(engine::RemoteQpnKey key) const noexcept override;
+
   // Any thread.
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
   // Any thread. The entries the table can hold: 5 per 4 of capacity, rounded up to whole chunks.

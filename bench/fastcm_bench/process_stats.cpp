@@ -1,5 +1,6 @@
 #include "bench/fastcm_bench/process_stats.h"
 
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,5 +44,11 @@ double cpu_seconds(clockid_t clock) noexcept {
 double process_cpu_seconds() noexcept { return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 
 double thread_cpu_seconds() noexcept { return cpu_seconds(CLOCK_THREAD_CPUTIME_ID); }
+
+ContextSwitches process_context_switches() noexcept {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return {};
+  return {static_cast<std::uint64_t>(usage.ru_nvcsw), static_cast<std::uint64_t>(usage.ru_nivcsw)};
+}
 
 }  // namespace fastcm::bench

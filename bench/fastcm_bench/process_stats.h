@@ -1,4 +1,5 @@
-// The process's own resource use, read from the kernel: resident memory and CPU time.
+// The process's own resource use, read from the kernel: resident memory, CPU time, context
+// switches.
 #pragma once
 
 #include <cstdint>
@@ -17,5 +18,17 @@ namespace fastcm::bench {
 
 // CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), in seconds.
 [[nodiscard]] double thread_cpu_seconds() noexcept;
+
+// Context switches of every thread of the process so far (getrusage): a thread that slept
+// (voluntary: a worker waiting for work, a caller waiting for a shard) or was taken off its core
+// (involuntary: preemption, a yield that let another thread run).
+struct ContextSwitches {
+  std::uint64_t voluntary = 0;
+  std::uint64_t involuntary = 0;
+  [[nodiscard]] ContextSwitches since(const ContextSwitches& start) const noexcept {
+    return {voluntary - start.voluntary, involuntary - start.involuntary};
+  }
+};
+[[nodiscard]] ContextSwitches process_context_switches() noexcept;
 
 }  // namespace fastcm::bench

@@ -221,6 +221,8 @@ void print_table(std::ostream& out, const Report& r) {
                         printf_string("%.2f s CPU ", r.run.cpu_s) +
                         printf_string("(%.2f cores)",
                                       r.run.wall_s > 0 ? r.run.cpu_s / r.run.wall_s : 0));
+  row("context switches", grouped(r.run.switches.voluntary) + " voluntary, " +
+                              grouped(r.run.switches.involuntary) + " involuntary (the storm's, whole process)");
   row("established per second", grouped(r.established_per_sec()) + " (" +
                                     grouped(r.established_per_cpu_sec()) + " per CPU-second)");
   row("MADs per second",
@@ -359,6 +361,7 @@ nlohmann::json to_json(const Report& r) {
   j["cpu_s"] = r.run.cpu_s;
   j["established_per_sec"] = r.established_per_sec();
   j["established_per_cpu_sec"] = r.established_per_cpu_sec();
+  j["context_switches"] = {{"voluntary", r.run.switches.voluntary}, {"involuntary", r.run.switches.involuntary}};
   j["mads_sent"] = r.counters.server.mads_sent + r.counters.client.mads_sent;
   j["mads_per_sec"] = r.mads_per_sec();
   j["latency_us"] = {{"p50", us(r.latency.p50_ns)},

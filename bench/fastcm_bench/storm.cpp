@@ -219,6 +219,7 @@ StormRun Storm::run(Progress& progress) {
   StormRun r;
   const auto start = SteadyTime::now();
   const double cpu_start = process_cpu_seconds();
+  const ContextSwitches switches_start = process_context_switches();
   const auto deadline = start + std::chrono::duration_cast<SteadyTime::duration>(
                                     std::chrono::duration<double>(options_.duration_s));
   lanes_active_.store(options_.window, std::memory_order_relaxed);
@@ -265,6 +266,7 @@ StormRun Storm::run(Progress& progress) {
   }
   r.wall_s = seconds_since(start);
   r.cpu_s = process_cpu_seconds() - cpu_start;
+  r.switches = process_context_switches().since(switches_start);
   progress.update(sample(), tally_.sum(Count::attempted));
   progress.finish();
   return r;

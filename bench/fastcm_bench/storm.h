@@ -26,6 +26,7 @@
 #include "bench/fastcm_bench/acceptor.h"
 #include "bench/fastcm_bench/event_pump.h"
 #include "bench/fastcm_bench/latency_histogram.h"
+#include "bench/fastcm_bench/process_stats.h"
 #include "bench/fastcm_bench/options.h"
 #include "bench/fastcm_bench/progress.h"
 #include "bench/fastcm_bench/rig.h"
@@ -37,6 +38,7 @@ namespace fastcm::bench {
 struct StormRun {
   double wall_s = 0;
   double cpu_s = 0;
+  ContextSwitches switches;  // of the whole process over the same span
   bool stalled = false;  // no connection settled for a long while (storm.cpp): the run gave up
   // High-water marks sampled every 50 ms: pooled MADs taken, and (poll mode) events queued.
   std::uint32_t server_mads_high = 0;
