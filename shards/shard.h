@@ -196,8 +196,8 @@ class Shard final : private engine::Outbox {
   // Sleeps until an inbox item or a MAD on an owned port arrives, or the next timer is due; returns
   // the items arm() found instead of sleeping (moved into `out`).
   std::size_t sleep(std::span<void*> out) noexcept;
-  // Prefetches the MADs a few ahead (Protocol::prefetch) while `handle(i)` runs for each index, so
-  // a REQ's index miss overlaps the handling of the MADs before it.
+  // Runs `handle(i)` for each index while prefetching for the MADs ahead, in Protocol::prefetch's
+  // two steps, so the misses of a MAD's handler overlap the handling of the MADs before it.
   template <typename MadAt, typename Handle>
   void in_prefetched_order(std::size_t n, MadAt mad_at, Handle handle) noexcept;
 
