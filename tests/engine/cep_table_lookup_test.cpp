@@ -12,8 +12,8 @@ namespace fastcm::engine {
 namespace {
 
 constexpr SipKey kKey{0x0123456789ABCDEFull, 0xFEDCBA9876543210ull};
-// More slots than the table keeps hints (4096), so many CIDs share a hint.
-constexpr std::uint32_t kCapacity = 10000;
+// More slots than the table keeps hints (16384), so many CIDs share a hint.
+constexpr std::uint32_t kCapacity = 40000;
 
 std::vector<Cep*> fill(CepTable& table, std::uint32_t n) {
   std::vector<Cep*> ceps;
