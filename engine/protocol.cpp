@@ -113,7 +113,7 @@ void Protocol::prefetch(const MadBuf& buf) const noexcept {
       break;
     case RoutingKey::Kind::local_comm_id:
       table_.prefetch(key.comm_id);
-      // A REP's stale check and claim (record_remote_qpn) read its sender's QP in RemoteQpns.
+      // A REP's stale check and claim (claim_remote_qpn) read its sender's QP in RemoteQpns.
       if (mad::peek<&mad::MadHeader::attribute_id>(bytes) == mad::AttrId::rep) {
         env_.remote_qpns.prefetch({mad::peek<&mad::Rep::local_qpn>(bytes), mad::peek<&mad::Rep::local_ca_guid>(bytes)});
       }
