@@ -241,8 +241,12 @@ void print_table(std::ostream& out, const Report& r) {
     const auto per_connection = [&](std::uint64_t n) {
       return printf_string("%.2f", static_cast<double>(n) / static_cast<double>(established));
     };
-    row("thread crossings", (both ? "server " + per_connection(r.counters.server.forwarded) + ", " : std::string()) +
-                                "client " + per_connection(r.counters.client.forwarded) +
+    // The flood's REQs cross too, and they are not the storm's connections: the server's count is
+    // given whole then.
+    const std::string server = r.flood ? grouped(r.counters.server.forwarded) + " MADs in all (the flood's REQs among them)"
+                                       : per_connection(r.counters.server.forwarded);
+    row("thread crossings", (both ? "server " + server + ", " : std::string()) + "client " +
+                                per_connection(r.counters.client.forwarded) +
                                 " per connection (MADs a worker passed to another shard's)");
   }
   const std::uint64_t grown =
