@@ -15,6 +15,11 @@ namespace fastcm::engine {
 
 namespace {
 
+// The duplicate-REQ index's key of a REQ (cep_index.h), read from the wire for prefetching.
+RemoteKey duplicate_key(mad::ConstMadSpan req) noexcept {
+  return {mad::peek<&mad::Req::local_comm_id>(req), mad::peek<&mad::Req::local_ca_guid>(req)};
+}
+
 constexpr std::size_t counter_index(mad::AttrId attr) noexcept {
   switch (attr) {
     case mad::AttrId::class_port_info: return static_cast<std::size_t>(CmMessageKind::class_port_info);
@@ -108,7 +113,7 @@ void Protocol::prefetch(const MadBuf& buf) const noexcept {
   const RoutingKey key = routing_key(bytes, buf.packet.addr);
   switch (key.kind) {
     case RoutingKey::Kind::remote_qp:  // a REQ: on_req's duplicate and stale checks
-      dup_reqs_.prefetch({mad::peek<&mad::Req::local_comm_id>(bytes), key.origin});
+      dup_reqs_.prefetch(duplicate_key(bytes));
       env_.remote_qpns.prefetch({key.id, key.origin});
       break;
     case RoutingKey::Kind::local_comm_id:
@@ -127,7 +132,7 @@ void Protocol::prefetch(const MadBuf& buf) const noexcept {
 void Protocol::prefetch_second(const MadBuf& buf) const noexcept {
   const mad::ConstMadSpan bytes(buf.packet.mad);
   if (mad::peek<&mad::MadHeader::attribute_id>(bytes) != mad::AttrId::req) return;
-  dup_reqs_.prefetch_chain({mad::peek<&mad::Req::local_comm_id>(bytes), mad::peek<&mad::Req::local_ca_guid>(bytes)});
+  dup_reqs_.prefetch_chain(duplicate_key(bytes));
 }
 
 // ---- timers ------------------------------------------------------------------------------------

@@ -124,17 +124,15 @@ void Shard::in_prefetched_order(std::size_t n, MadAt mad_at, Handle handle) noex
   // arrive before the next step (or the handler) reads them.
   constexpr std::size_t kFirstAhead = 4;
   constexpr std::size_t kSecondAhead = 2;
-  const auto first = [&](std::size_t i) {
-    if (const engine::MadBuf* mad = mad_at(i)) protocol_.prefetch(*mad);
+  using Step = void (engine::Protocol::*)(const engine::MadBuf&) const noexcept;
+  const auto prefetch = [&](Step step, std::size_t i) {
+    if (const engine::MadBuf* mad = mad_at(i)) (protocol_.*step)(*mad);
   };
-  const auto second = [&](std::size_t i) {
-    if (const engine::MadBuf* mad = mad_at(i)) protocol_.prefetch_second(*mad);
-  };
-  for (std::size_t i = 0; i < std::min(kFirstAhead, n); ++i) first(i);
-  for (std::size_t i = 0; i < std::min(kSecondAhead, n); ++i) second(i);
+  for (std::size_t i = 0; i < std::min(kFirstAhead, n); ++i) prefetch(&engine::Protocol::prefetch, i);
+  for (std::size_t i = 0; i < std::min(kSecondAhead, n); ++i) prefetch(&engine::Protocol::prefetch_second, i);
   for (std::size_t i = 0; i < n; ++i) {
-    if (i + kFirstAhead < n) first(i + kFirstAhead);
-    if (i + kSecondAhead < n) second(i + kSecondAhead);
+    if (i + kFirstAhead < n) prefetch(&engine::Protocol::prefetch, i + kFirstAhead);
+    if (i + kSecondAhead < n) prefetch(&engine::Protocol::prefetch_second, i + kSecondAhead);
     handle(i);
   }
 }
