@@ -66,7 +66,7 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
       pending_destroys_(env.endpoints),
       mad_credits_(env.config.shard_inbox),
       unkept_drops_(std::make_unique<std::atomic<std::uint64_t>[]>(env.fabric.ports().size())) {
-  if (posted_calls(env.config) > 0) spares_.emplace(env.index);
+  if (posted_calls(env.config) > 0) spares_.emplace();
 }
 
 Shard::~Shard() {
@@ -101,7 +101,7 @@ std::size_t Shard::run_batch() noexcept {
     work += n;
   }
   work += protocol_.on_timers();
-  if (spares_) work += spares_->top_up(protocol_);
+  if (spares_) work += spares_->top_up([this](Id& id) noexcept { return protocol_.create_spare(id); });
   flush_burst();
   in_batch_ = false;
   // Nothing of the listen snapshot (or any retired object) is held past this point.

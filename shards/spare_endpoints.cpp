@@ -1,35 +1,23 @@
 #include "shards/spare_endpoints.h"
 
-#include <rte_ring.h>
-
-#include <string>
-
 namespace fastcm::shards {
 
-static_assert(sizeof(Id) == sizeof(std::uint64_t), "the ring's elements are raw Ids");
-
-SpareEndpoints::SpareEndpoints(std::uint32_t shard)
-    : ring_("spares" + std::to_string(shard), kTarget, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ,
-            sizeof(Id)) {}
-
-std::size_t SpareEndpoints::top_up(engine::Protocol& protocol) noexcept {
-  std::uint32_t have = count();
-  if (have >= kLow) return 0;
-  std::size_t made = 0;
-  for (; have < kTarget; ++have) {
-    Id id;
-    if (protocol.create_spare(id) != Status::ok) break;  // the endpoint budget is spent
-    // The shard is the only producer and the ring holds kTarget: there is room.
-    (void)rte_ring_enqueue_elem(ring_.get(), &id.raw, sizeof(Id));
-    ++made;
-  }
-  return made;
-}
-
 std::optional<Id> SpareEndpoints::take() noexcept {
-  Id id;
-  if (rte_ring_dequeue_elem(ring_.get(), &id.raw, sizeof(Id)) != 0) return std::nullopt;
-  return id;
+  if (count_.load(std::memory_order_relaxed) == 0) return std::nullopt;
+  const std::uint32_t first = next_take_.load(std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < kTarget; ++i) {
+    const std::uint32_t at = (first + i) % kTarget;
+    std::atomic<std::uint64_t>& cell = cells_[at];
+    // The load first: an empty cell costs a read, not a write to a line other takers share.
+    if (cell.load(std::memory_order_relaxed) == 0) continue;
+    // Acquire partner: top_up's release store of this cell, after the shard set the endpoint up.
+    const std::uint64_t raw = cell.exchange(0, std::memory_order_acquire);
+    if (raw == 0) continue;  // another taker emptied it first
+    next_take_.store((at + 1) % kTarget, std::memory_order_relaxed);
+    count_.fetch_sub(1, std::memory_order_relaxed);
+    return Id{raw};
+  }
+  return std::nullopt;
 }
 
 }  // namespace fastcm::shards
