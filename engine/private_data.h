@@ -21,28 +21,16 @@ constexpr void copy_into(std::array<std::uint8_t, N>& to, std::span<const std::u
   std::copy_n(from.begin(), std::min(N, from.size()), to.begin());
 }
 
-// Whether every byte is zero. OR-reduces whole words without an early exit: private data is up to
-// 224 bytes and almost always all zeros, and a byte loop with an early exit (std::all_of) cost
-// ~1,900 instructions per connection. A ragged end is read as the span's last word, overlapping.
+// Whether every byte is zero: libc's memcmp against zeros (glibc's x86-64 memcmp compares 32 bytes
+// a step where the CPU has AVX2). Private data is up to 224 bytes and almost always all zeros: per
+// connection, a byte loop with an early exit (std::all_of) cost ~1,900 instructions, 8-byte words
+// ~350, the compiler's SSE2 OR-reduction ~310, memcmp ~210 (callgrind, fastcm_bench_per_mad).
 [[nodiscard]] inline bool all_zero(std::span<const std::uint8_t> bytes) noexcept {
-  const auto word_at = [&](std::size_t at) {
-    std::uint64_t word = 0;
-    std::memcpy(&word, bytes.data() + at, sizeof word);
-    return word;
-  };
-  const std::size_t n = bytes.size();
-  if (n < sizeof(std::uint64_t)) {
-    std::uint8_t any = 0;
-    for (const std::uint8_t b : bytes) any |= b;
-    return any == 0;
+  static constexpr std::array<std::uint8_t, 256> kZeros{};
+  for (; bytes.size() > kZeros.size(); bytes = bytes.subspan(kZeros.size())) {
+    if (std::memcmp(bytes.data(), kZeros.data(), kZeros.size()) != 0) return false;
   }
-  std::uint64_t any = word_at(n - sizeof any);
-  std::size_t i = 0;
-  for (; i + 4 * sizeof any <= n; i += 4 * sizeof any) {
-    any |= word_at(i) | word_at(i + 8) | word_at(i + 16) | word_at(i + 24);
-  }
-  for (; i + sizeof any <= n; i += sizeof any) any |= word_at(i);
-  return any == 0;
+  return std::memcmp(bytes.data(), kZeros.data(), bytes.size()) == 0;
 }
 
 }  // namespace fastcm::engine
