@@ -25,7 +25,7 @@
 //   follows a destroy). When posted_calls calls are queued already, a call waits for its shard
 //   instead ("hand-off"), with the same outcome: ok returned, a refusal as the event; from another
 //   shard's callback, where it cannot wait, it returns would_deadlock. create_id outside a
-//   callback takes one of the idle endpoints each shard keeps spare (up to 64, counted in
+//   callback takes one of the idle endpoints each shard keeps spare (up to 256, counted in
 //   max_endpoints) without waiting, and waits for a shard only when none is left. The queries
 //   (init_qp_attr, last_private_data, connection_info) always wait: their answer is the shard's.
 // - Threading::caller: nothing runs unless the caller drives progress(), which polls every port and
