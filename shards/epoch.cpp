@@ -1,6 +1,3 @@
-// rte_rcu_qsbr_dq_* are experimental in DPDK 22.11: without this they are deprecated-declared, an
-// error under -Werror. Only this file uses them.
-#define ALLOW_EXPERIMENTAL_API 1
 // GCC's TSan build warns (-Wtsan, an error here) that the seq_cst fence inside DPDK's inline
 // rte_rcu_qsbr_thread_online() is not modelled. TSan needs no fence here: what orders a reader's
 // reads before a free is the release/acquire pair of Epoch::acquire_readers().
@@ -12,10 +9,9 @@
 
 #include <rte_errno.h>
 #include <rte_rcu_qsbr.h>
+#include <rte_ring_elem.h>
 
 #include <cassert>
-#include <cstring>
-#include <limits>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -27,7 +23,18 @@ namespace {
 // rte_rcu_qsbr and its per-reader counters are cache-line aligned.
 constexpr std::align_val_t kVariableAlign{RTE_CACHE_LINE_SIZE};
 
-static_assert(DeferQueue::kMaxNameLength + 1 == RTE_RCU_QSBR_DQ_NAMESIZE);
+static_assert(DeferQueue::kMaxNameLength + 1 == RTE_RING_NAMESIZE);
+
+std::uint32_t checked(std::uint32_t capacity, std::string_view name) {
+  if (capacity == 0 || capacity > DeferQueue::kMaxCapacity) {
+    throw std::invalid_argument("DeferQueue capacity must be 1.." + std::to_string(DeferQueue::kMaxCapacity));
+  }
+  if (name.empty() || name.size() > DeferQueue::kMaxNameLength) {
+    throw std::invalid_argument("DeferQueue name must be 1.." + std::to_string(DeferQueue::kMaxNameLength) +
+                                " characters");
+  }
+  return capacity;
+}
 
 }  // namespace
 
@@ -79,51 +86,29 @@ void Epoch::acquire_readers() const noexcept {
   }
 }
 
-DeferQueue::DeferQueue(Epoch& epoch, std::uint32_t capacity, std::string_view name,
-                       bool multi_writer)
-    : epoch_(epoch), capacity_(capacity) {
-  if (capacity == 0 || capacity > kMaxCapacity) {
-    throw std::invalid_argument("DeferQueue capacity must be 1.." + std::to_string(kMaxCapacity));
-  }
-  if (name.empty() || name.size() > kMaxNameLength) {
-    throw std::invalid_argument("DeferQueue name must be 1.." + std::to_string(kMaxNameLength) +
-                                " characters");
-  }
-  const std::string ring_name(name);
-  rte_rcu_qsbr_dq_parameters params{};
-  params.name = ring_name.c_str();
-  // Multi-writer: DPDK's RTS ring enqueue; single writer: the cheaper SP enqueue. Reclamation
-  // dequeues with HTS either way.
-  params.flags = multi_writer ? 0 : RTE_RCU_QSBR_DQ_MT_UNSAFE;
-  params.size = capacity;
-  params.esize = sizeof(Deferred);
-  // Above `size`: no reclamation hidden inside the enqueue; defer() reclaims only when full and
-  // callers reclaim() at their own cadence.
-  params.trigger_reclaim_limit = std::numeric_limits<std::uint32_t>::max();
-  params.max_reclaim_size = 0;
-  params.free_fn = run_deferred;
-  params.p = this;
-  params.v = epoch.v_.get();
-  dq_ = rte_rcu_qsbr_dq_create(&params);
-  if (dq_ == nullptr) {
-    throw std::system_error(rte_errno, std::generic_category(),
-                            "rte_rcu_qsbr_dq_create " + ring_name);
-  }
-}
+DeferQueue::DeferQueue(Epoch& epoch, std::uint32_t capacity, std::string_view name)
+    : epoch_(epoch),
+      capacity_(checked(capacity, name)),
+      // HTS on both sides: any thread may defer and reclaim, and the peek that reclaim() needs
+      // (look at the oldest entry, take it only when due) exists for HTS and single-thread rings
+      // only. RING_F_EXACT_SZ: room for exactly `capacity` entries.
+      ring_(std::string(name), capacity, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ,
+            sizeof(Deferred)) {}
 
 DeferQueue::~DeferQueue() {
   // After this wait every reader has passed a quiescent point or gone offline since each pending
-  // function was deferred, so the delete below runs them all and frees the queue. (It could only
-  // leave some behind if a defer() raced the destructor, which the contract rules out.)
+  // function was deferred, so all of them are due. (One could only be left behind if a defer()
+  // raced the destructor, which the contract rules out.)
   rte_rcu_qsbr_synchronize(epoch_.v_.get(), RTE_QSBR_THRID_INVALID);
-  rte_rcu_qsbr_dq_delete(dq_);
+  Deferred deferred{};
+  while (take_oldest(deferred, false)) run(deferred);
 }
 
 bool DeferQueue::reserve() noexcept {
   std::uint32_t n = pending_.load(std::memory_order_relaxed);
   do {
     if (n >= capacity_) return false;
-    // Release: partner of run_deferred()'s acquire decrement (see pending_).
+    // Release: partner of run()'s acquire decrement (see pending_).
   } while (!pending_.compare_exchange_weak(n, n + 1, std::memory_order_release,
                                            std::memory_order_relaxed));
   return true;
@@ -134,24 +119,32 @@ bool DeferQueue::defer(void (*fn)(void*), void* ctx) noexcept {
     reclaim();
     if (!reserve()) return false;
   }
-  Deferred deferred{fn, ctx};
-  // The ring holds more than capacity_ and every item in it holds a reservation, so this cannot
-  // find it full; DPDK's status is honoured all the same.
-  if (rte_rcu_qsbr_dq_enqueue(dq_, &deferred) != 0) {
-    pending_.fetch_sub(1, std::memory_order_relaxed);
-    return false;
-  }
+  // The token after the caller's unpublish: rte_rcu_qsbr_start's release increment orders it.
+  Deferred deferred{rte_rcu_qsbr_start(epoch_.v_.get()), fn, ctx};
+  // Cannot fail: the ring holds exactly capacity_ entries and every entry holds a reservation.
+  [[maybe_unused]] const int rc = rte_ring_enqueue_elem(ring_.get(), &deferred, sizeof deferred);
+  assert(rc == 0);
   return true;
 }
 
+bool DeferQueue::take_oldest(Deferred& out, bool only_if_due) noexcept {
+  if (rte_ring_dequeue_bulk_elem_start(ring_.get(), &out, sizeof out, 1, nullptr) == 0) return false;
+  const bool take = !only_if_due || rte_rcu_qsbr_check(epoch_.v_.get(), out.token, false) == 1;
+  rte_ring_dequeue_elem_finish(ring_.get(), take ? 1 : 0);
+  return take;
+}
+
 std::size_t DeferQueue::reclaim() noexcept {
-  // Every shard calls this after every batch; most find nothing queued, and DPDK's reclaim of an
-  // empty queue still costs a ring dequeue attempt and a debug-log call. Relaxed: an item deferred
-  // concurrently is simply reclaimed at the next call.
+  // Every shard calls this after every batch, and most find nothing queued. Relaxed: an item
+  // deferred concurrently is simply reclaimed at the next call.
   if (pending_.load(std::memory_order_relaxed) == 0) return 0;
-  unsigned ran = 0;
-  // Fails only for a null queue or a zero count, neither possible here.
-  rte_rcu_qsbr_dq_reclaim(dq_, capacity_, &ran, nullptr, nullptr);
+  std::size_t ran = 0;
+  Deferred deferred{};
+  // At most capacity_: functions deferred meanwhile by other threads wait for the next call.
+  while (ran < capacity_ && take_oldest(deferred, true)) {
+    run(deferred);
+    ++ran;
+  }
   return ran;
 }
 
@@ -161,16 +154,10 @@ bool DeferQueue::has_room() noexcept {
   return pending_.load(std::memory_order_relaxed) < capacity_;
 }
 
-void DeferQueue::run_deferred(void* queue, void* element, unsigned count) noexcept {
-  // DPDK 22.11 hands over one element per call (count == 1), a copy of what defer() enqueued,
-  // not necessarily aligned for Deferred.
-  static_cast<void>(count);
-  auto* self = static_cast<DeferQueue*>(queue);
-  Deferred deferred{};
-  std::memcpy(&deferred, element, sizeof deferred);
-  self->epoch_.acquire_readers();
+void DeferQueue::run(const Deferred& deferred) noexcept {
+  epoch_.acquire_readers();
   // Acquire: partner of reserve()'s release increment by the deferring thread.
-  self->pending_.fetch_sub(1, std::memory_order_acquire);
+  pending_.fetch_sub(1, std::memory_order_acquire);
   deferred.fn(deferred.ctx);
 }
 

@@ -22,8 +22,11 @@
 // themselves (the queue bound is the brake, not a pool); and across a blocking call made while
 // online (go offline first, or every writer's queue fills).
 //
-// DeferQueue needs an initialized EAL (its ring and control block come from rte_ring_create and
-// rte_zmalloc); Epoch does not (its variable lives in our own memory).
+// Neither needs an initialized EAL: the variable and the queue's ring live in our own memory, where
+// a ring sized for its bound costs resident memory only for the entries it has held. (A shard's
+// destroy queue has room for twice its endpoint table, 24 MiB per shard of a million-endpoint
+// engine on four shards: as a DPDK memzone it came from EAL's fixed heap and was zeroed, every
+// page of it, when the engine was destroyed.)
 #pragma once
 
 #include <atomic>
@@ -32,8 +35,9 @@
 #include <memory>
 #include <string_view>
 
+#include "runtime/owned_ring.h"
+
 struct rte_rcu_qsbr;
-struct rte_rcu_qsbr_dq;
 
 namespace fastcm::shards {
 
@@ -72,9 +76,10 @@ class Epoch {
     void operator()(rte_rcu_qsbr* v) const noexcept;
   };
 
-  // Acquire partner of every reader's release store in quiescent() and offline(), made in code
-  // ThreadSanitizer instruments: DeferQueue's own grace-period check runs inside librte_rcu,
-  // which TSan cannot see, so without this the free would look unordered after the reads.
+  // Acquire partner of every reader's release store in quiescent() and offline(). DPDK's
+  // grace-period check may answer from the variable's cached least-acknowledged token (stored
+  // relaxed) without loading the readers' counters, so without this the free would not be ordered
+  // after the readers' last reads, for the language or for ThreadSanitizer.
   void acquire_readers() const noexcept;
 
   std::uint32_t readers_;
@@ -88,12 +93,10 @@ class DeferQueue {
   static constexpr std::size_t kMaxNameLength = 28;
 
   // A queue for at most `capacity` (1..kMaxCapacity) pending functions, reclaiming on `epoch`,
-  // which must outlive it. `name` names its ring and must be unique among the process's live
-  // rte_rings (1..kMaxNameLength characters). `multi_writer` picks the thread contract below.
-  // Allocates here (from the EAL heap) and never again. Throws std::invalid_argument for a
-  // capacity or name out of range, std::system_error with DPDK's errno when the queue cannot be
-  // created (ENOMEM without EAL, EEXIST for a name in use), std::bad_alloc.
-  DeferQueue(Epoch& epoch, std::uint32_t capacity, std::string_view name, bool multi_writer);
+  // which must outlive it. `name` (1..kMaxNameLength characters) names its ring in messages.
+  // Allocates here and never again. Throws std::invalid_argument for a capacity or name out of
+  // range, std::bad_alloc.
+  DeferQueue(Epoch& epoch, std::uint32_t capacity, std::string_view name);
 
   // Runs every function still pending, on the calling thread. Returns at once when no reader is
   // online (the intended use: after the readers have stopped or gone offline); otherwise it
@@ -103,10 +106,11 @@ class DeferQueue {
   DeferQueue(const DeferQueue&) = delete;
   DeferQueue& operator=(const DeferQueue&) = delete;
 
-  // Thread contract. multi_writer == true: defer(), reclaim() and has_room() from any threads
-  // concurrently (deferred functions may then run on several threads at once). multi_writer ==
-  // false: from one thread at a time (callers serialize, e.g. under their own lock); cheaper.
-  // Readers may call them too (reclaim() never waits for anyone, not even the caller).
+  // Thread contract: defer(), reclaim() and has_room() from any threads concurrently; deferred
+  // functions may then run on several threads at once. Readers may call them too (reclaim() never
+  // waits for a reader, not even the caller). Two calls on one queue serialize on its ring for a
+  // few instructions (rte_ring's HTS mode on both sides), so a thread preempted inside one makes
+  // the others spin until it runs again.
 
   // Queues `fn(ctx)` to run exactly once, after every reader online now has reported a quiescent
   // point or gone offline; it runs on a thread calling reclaim(), defer() or the destructor.
@@ -119,9 +123,9 @@ class DeferQueue {
   // first that must still wait; returns how many it ran. Never blocks.
   std::size_t reclaim() noexcept;
 
-  // True when a defer() now would succeed, reclaiming first when the queue is full. Exact with
-  // multi_writer == false (a writer reserves its room before an irrevocable unpublish); with
-  // several writers another may take the room first.
+  // True when a defer() now would succeed, reclaiming first when the queue is full. Exact when
+  // the callers serialize their defer() calls (a writer reserving its room before an irrevocable
+  // unpublish, under its own lock); with several writers another may take the room first.
   [[nodiscard]] bool has_room() noexcept;
 
   // Deferred and not yet run (a function counts as run from the moment it starts). Any thread.
@@ -132,21 +136,26 @@ class DeferQueue {
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
 
  private:
+  // One ring entry: the function, and the epoch token its grace period waits for.
   struct Deferred {
+    std::uint64_t token;
     void (*fn)(void*);
     void* ctx;
   };
 
-  static void run_deferred(void* queue, void* element, unsigned count) noexcept;
+  // Moves the oldest entry into `out`; with `only_if_due`, only when its grace period has ended.
+  // False when it took nothing.
+  [[nodiscard]] bool take_oldest(Deferred& out, bool only_if_due) noexcept;
+  void run(const Deferred& deferred) noexcept;
   [[nodiscard]] bool reserve() noexcept;
 
   Epoch& epoch_;
   std::uint32_t capacity_;
-  rte_rcu_qsbr_dq* dq_ = nullptr;
-  // Deferrals admitted and not yet started, kept <= capacity_ so the ring (sized above it) never
-  // refuses an enqueue. reserve()'s release increment is the partner of run_deferred()'s acquire
-  // decrement: it orders everything before defer() (ctx's contents) before fn(ctx) in a way TSan
-  // sees (the ring between them lives in uninstrumented DPDK code).
+  runtime::OwnedRing ring_;  // Deferred entries, in token order per writer; HTS on both sides
+  // Deferrals admitted and not yet started, kept <= capacity_ so the ring (sized for exactly
+  // capacity_) never refuses an enqueue. reserve()'s release increment is the partner of run()'s
+  // acquire decrement: it orders everything before defer() (ctx's contents) before fn(ctx) however
+  // the ring's own atomics are seen.
   std::atomic<std::uint32_t> pending_{0};
 };
 

@@ -54,19 +54,12 @@ bool same_service(const ListenParams& a, const ListenParams& b) noexcept {
          ((a.service_id ^ b.service_id) & a.service_mask) == 0;
 }
 
-// Each registry's retire queue needs a ring name unique in the process.
-std::string retire_queue_name() {
-  static std::atomic<std::uint32_t> registries{0};
-  // Relaxed: only uniqueness matters, which the read-modify-write gives.
-  return "listen_retire" + std::to_string(registries.fetch_add(1, std::memory_order_relaxed));
-}
-
 }  // namespace
 
 ListenRegistry::ListenRegistry(std::uint32_t capacity, Epoch& epoch)
     : capacity_(runtime::checked_capacity("ListenRegistry", capacity, kMaxCapacity)),
       backlog_(std::make_unique<std::atomic<std::uint64_t>[]>(capacity)),
-      retired_(epoch, kRetireCapacity, retire_queue_name(), /*multi_writer=*/false) {
+      retired_(epoch, kRetireCapacity, "listen_retire") {
   for (std::uint32_t slot = 0; slot < capacity; ++slot) {
     backlog_[slot].store(backlog_word_of(kFirstGeneration, 0), std::memory_order_relaxed);
   }

@@ -43,9 +43,8 @@ class ListenRegistry final : public engine::Listens {
   static constexpr std::uint32_t kRetireCapacity = 64;
 
   // Room for `capacity` (1..kMaxCapacity) listens; shards are `epoch`'s readers, and `epoch` must
-  // outlive the registry. Needs an initialized EAL (its retire queue is a DeferQueue). Throws
-  // std::invalid_argument for a capacity out of range, std::system_error when the retire queue
-  // cannot be created, std::bad_alloc.
+  // outlive the registry. Throws std::invalid_argument for a capacity out of range,
+  // std::bad_alloc.
   ListenRegistry(std::uint32_t capacity, Epoch& epoch);
   // Frees every snapshot. Precondition: no shard uses the registry any more and none holds a
   // Listen from it (each has passed a quiescent point or gone offline since its last match()).

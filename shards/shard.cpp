@@ -32,11 +32,6 @@ constexpr std::size_t kMaxSleepPorts = 16;
 
 thread_local const Shard* tls_worker_shard = nullptr;
 
-std::string defer_queue_name(std::uint32_t shard) {
-  static std::atomic<std::uint32_t> engines{0};
-  return "fcm_dq" + std::to_string(engines.fetch_add(1, std::memory_order_relaxed)) + "_" + std::to_string(shard);
-}
-
 }  // namespace
 
 Shard::Shard(const ShardEnv& env, ShardSet& set)
@@ -60,8 +55,7 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
              },
              &protocol_),
       inbox_(static_cast<std::uint32_t>(inbox_capacity(env.config.shard_inbox, env.endpoints, posted_calls(env.config))), env.index),
-      retired_(env.epoch, static_cast<std::uint32_t>(retire_capacity(env.endpoints)), defer_queue_name(env.index),
-               false),
+      retired_(env.epoch, static_cast<std::uint32_t>(retire_capacity(env.endpoints)), "retired" + std::to_string(env.index)),
       snapshot_(env.fabric.ports().size()),
       pending_destroys_(env.endpoints),
       mad_credits_(env.config.shard_inbox),

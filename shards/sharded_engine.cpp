@@ -106,7 +106,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
                                                  .listens = config.max_listens,
                                                  .source_slots = sizing.half_open_source_slots},
                    half_open_key(key)),
-        retired_listens_(epoch_, config.max_listens * 2, unique_name("fcm_lq"), true),
+        retired_listens_(epoch_, config.max_listens * 2, "listens_retired"),
         posted_calls_(shards::posted_calls(config) > 0
                           ? std::make_unique<shards::PostedCallPool>(unique_name("fcm_pc"), config.posted_calls)
                           : nullptr) {

@@ -17,7 +17,7 @@ constexpr std::uint32_t kMaxQueue = 1u << 20;  // the engine's and the fabric's 
 // Bytes of EAL heap per pooled MAD: the 384-byte MadRef in a 448-byte mempool element, plus its
 // slot in the pool's ring (rounded up to a power of two), rounded up.
 constexpr std::uint64_t kEalBytesPerMad = 512;
-constexpr std::uint64_t kEalHeadroomMb = 256;  // rings, RCU and what EAL itself takes
+constexpr std::uint64_t kEalHeadroomMb = 256;  // the posted-call pools and what EAL itself takes
 // Time-wait on another fabric: 2 packet life times of 4 us (target_path.h) plus the peer's ACK
 // delay, 4.3 s for an ACK delay exponent of 20, above what HCAs report (Soft-RoCE: 15).
 constexpr auto kTimewaitBound = std::chrono::seconds(5);

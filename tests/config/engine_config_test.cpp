@@ -232,6 +232,20 @@ TEST(EngineCreate, AValidConfigCreatesAndReportsNoError) {
   EXPECT_TRUE(why.rule.empty());
 }
 
+// The engine-owned EAL has a fixed 64 MiB heap. Each shard's destroy queue has room for twice its
+// endpoint table (a million entries here), and must not need that heap.
+TEST(EngineCreate, AMillionEndpointsOnFourShardsFitTheEngineOwnedEal) {
+  VirtualClock clock;
+  loopback::LoopbackFabric fabric{loopback::LoopbackConfig::two_hcas(4), clock};
+  std::unique_ptr<Engine> engine;
+  ConfigError why;
+  EXPECT_EQ(Engine::create(fabric.hca(0), clock,
+                           EngineConfig{.shards = 4, .threading = Threading::caller, .max_endpoints = 1'000'000},
+                           engine, &why),
+            Status::ok)
+      << why.rule;
+}
+
 TEST(EngineCreate, TheSameCidKeyGivesTheSameIdsAndNoKeyAFreshOne) {
   LoopbackEngine rig;
   const CidKey key{0x1234, 0x5678};

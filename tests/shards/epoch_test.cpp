@@ -1,25 +1,21 @@
 // Epoch and DeferQueue: when a deferred function may run (quiescent points, offline readers), the
 // queue bound, the destructor, and concurrent writers swapping a shared object under readers.
-// DeferQueue needs EAL, which starts once per process: main() below starts it (engine-owned) for
-// this executable, which also holds the ListenRegistry tests.
+// Neither needs EAL: this executable never starts it.
 #include "shards/epoch.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <vector>
-
-#include "runtime/dpdk_runtime.h"
 
 namespace fastcm::shards {
 namespace {
@@ -46,31 +42,45 @@ TEST(Epoch, RejectsReaderCountOutOfRange) {
 
 TEST(DeferQueue, RejectsCapacityAndNameOutOfRange) {
   Epoch epoch(1);
-  EXPECT_THROW(DeferQueue(epoch, 0, "dq_cap0", false), std::invalid_argument);
-  EXPECT_THROW(DeferQueue(epoch, DeferQueue::kMaxCapacity + 1, "dq_cap_big", false),
+  EXPECT_THROW(DeferQueue(epoch, 0, "dq_cap0"), std::invalid_argument);
+  EXPECT_THROW(DeferQueue(epoch, DeferQueue::kMaxCapacity + 1, "dq_cap_big"),
                std::invalid_argument);
-  EXPECT_THROW(DeferQueue(epoch, 4, "", false), std::invalid_argument);
-  EXPECT_THROW(DeferQueue(epoch, 4, std::string(DeferQueue::kMaxNameLength + 1, 'n'), false),
+  EXPECT_THROW(DeferQueue(epoch, 4, ""), std::invalid_argument);
+  EXPECT_THROW(DeferQueue(epoch, 4, std::string(DeferQueue::kMaxNameLength + 1, 'n')),
                std::invalid_argument);
-  const DeferQueue longest(epoch, 4, std::string(DeferQueue::kMaxNameLength, 'n'), false);
+  const DeferQueue longest(epoch, 4, std::string(DeferQueue::kMaxNameLength, 'n'));
   EXPECT_EQ(longest.capacity(), 4U);
   EXPECT_EQ(longest.pending(), 0U);
 }
 
-TEST(DeferQueue, NameInUseFailsWithEexist) {
+std::int64_t resident_bytes() {
+  std::FILE* statm = std::fopen("/proc/self/statm", "r");
+  long pages = 0;
+  long resident = 0;
+  const int fields = statm != nullptr ? std::fscanf(statm, "%ld %ld", &pages, &resident) : 0;
+  if (statm != nullptr) std::fclose(statm);
+  EXPECT_EQ(fields, 2);
+  return std::int64_t{resident} * sysconf(_SC_PAGESIZE);
+}
+
+// A shard's destroy queue has room for twice its endpoint table: 2^21 entries for a million
+// endpoints. Only the entries a queue has held may cost resident memory.
+TEST(DeferQueue, ItsBoundCostsResidentMemoryOnlyForTheEntriesItHeld) {
+  constexpr std::uint32_t kCapacity = std::uint32_t{1} << 22;  // 2^23 entries of 24 bytes reserved
+  constexpr std::int64_t kTouched = std::int64_t{16} << 20;
   Epoch epoch(1);
-  const DeferQueue first(epoch, 4, "dq_dup", true);
-  try {
-    const DeferQueue second(epoch, 4, "dq_dup", true);
-    ADD_FAILURE() << "a second queue with the same ring name was created";
-  } catch (const std::system_error& e) {
-    EXPECT_EQ(e.code().value(), EEXIST) << e.what();
-  }
+  const std::int64_t before = resident_bytes();
+  DeferQueue dq(epoch, kCapacity, "dq_large");
+  std::vector<Probe> probes(4096);
+  for (Probe& p : probes) ASSERT_TRUE(dq.defer(run_probe, &p));
+  EXPECT_EQ(dq.reclaim(), probes.size());  // the reader is offline: all due
+  EXPECT_LT(resident_bytes() - before, kTouched);
+  for (const Probe& p : probes) EXPECT_EQ(p.runs, 1);
 }
 
 TEST(DeferQueue, WaitsForAnOnlineReaderUntilItIsQuiescent) {
   Epoch epoch(1);
-  DeferQueue dq(epoch, 4, "dq_wait", false);
+  DeferQueue dq(epoch, 4, "dq_wait");
   epoch.online(0);
   Probe probe;
   ASSERT_TRUE(dq.defer(run_probe, &probe));
@@ -88,7 +98,7 @@ TEST(DeferQueue, WaitsForAnOnlineReaderUntilItIsQuiescent) {
 
 TEST(DeferQueue, QuiescentPointBeforeTheDeferralDoesNotCount) {
   Epoch epoch(1);
-  DeferQueue dq(epoch, 4, "dq_before", false);
+  DeferQueue dq(epoch, 4, "dq_before");
   epoch.online(0);
   epoch.quiescent(0);
   Probe probe;
@@ -103,7 +113,7 @@ TEST(DeferQueue, QuiescentPointBeforeTheDeferralDoesNotCount) {
 
 TEST(DeferQueue, RunsWhenTheReaderGoesOffline) {
   Epoch epoch(1);
-  DeferQueue dq(epoch, 4, "dq_offline", false);
+  DeferQueue dq(epoch, 4, "dq_offline");
   epoch.online(0);
   Probe probe;
   ASSERT_TRUE(dq.defer(run_probe, &probe));
@@ -115,7 +125,7 @@ TEST(DeferQueue, RunsWhenTheReaderGoesOffline) {
 
 TEST(DeferQueue, OfflineReadersAndReadersOnlineOnlyLaterDoNotDelay) {
   Epoch epoch(2);
-  DeferQueue dq(epoch, 4, "dq_idle", false);
+  DeferQueue dq(epoch, 4, "dq_idle");
   Probe idle;
   ASSERT_TRUE(dq.defer(run_probe, &idle));  // nobody online
   EXPECT_EQ(dq.reclaim(), 1U);
@@ -131,7 +141,7 @@ TEST(DeferQueue, OfflineReadersAndReadersOnlineOnlyLaterDoNotDelay) {
 
 TEST(DeferQueue, WaitsForEveryReaderOnlineAtTheDeferral) {
   Epoch epoch(3);
-  DeferQueue dq(epoch, 4, "dq_every", false);
+  DeferQueue dq(epoch, 4, "dq_every");
   epoch.online(0);
   epoch.online(2);  // reader 1 stays offline and must not delay anything
   Probe probe;
@@ -148,7 +158,7 @@ TEST(DeferQueue, WaitsForEveryReaderOnlineAtTheDeferral) {
 
 TEST(DeferQueue, RunsInDeferralOrderAndStopsAtTheFirstNotDue) {
   Epoch epoch(1);
-  DeferQueue dq(epoch, 8, "dq_order", false);
+  DeferQueue dq(epoch, 8, "dq_order");
   int next_position = 0;
   std::array<Probe, 3> probes;
   for (Probe& p : probes) p.next_position = &next_position;
@@ -169,7 +179,7 @@ TEST(DeferQueue, RunsInDeferralOrderAndStopsAtTheFirstNotDue) {
 
 TEST(DeferQueue, FullQueueRefusesUntilAGracePeriodMakesRoom) {
   Epoch epoch(1);
-  DeferQueue dq(epoch, 2, "dq_full", false);
+  DeferQueue dq(epoch, 2, "dq_full");
   epoch.online(0);
   std::array<Probe, 3> probes;
   ASSERT_TRUE(dq.defer(run_probe, &probes[0]));
@@ -193,7 +203,7 @@ TEST(DeferQueue, DestructorRunsEverythingPendingOnceNoReaderIsOnline) {
   Epoch epoch(2);
   std::array<Probe, 3> probes;
   {
-    DeferQueue dq(epoch, 4, "dq_dtor", true);
+    DeferQueue dq(epoch, 4, "dq_dtor");
     epoch.online(0);
     epoch.online(1);
     for (Probe& p : probes) ASSERT_TRUE(dq.defer(run_probe, &p));
@@ -222,7 +232,7 @@ TEST(DeferQueue, DestructorWaitsForAnOnlineReadersNextQuiescentPoint) {
   while (!online.load(std::memory_order_acquire)) std::this_thread::yield();
   Probe probe;
   {
-    DeferQueue dq(epoch, 4, "dq_dtor_wait", false);
+    DeferQueue dq(epoch, 4, "dq_dtor_wait");
     ASSERT_TRUE(dq.defer(run_probe, &probe));
   }  // returns only once the reader, still online, has passed a quiescent point
   stop.store(true, std::memory_order_release);
@@ -259,7 +269,7 @@ TEST(DeferQueueThreads, TwoWritersSwapUnderTwoReadersEveryNodeFreedOnceAfterItsR
   std::array<std::uint64_t, kReaders> bad_reads{};
   std::array<std::uint64_t, kReaders> reads{};
   std::optional<DeferQueue> dq;
-  dq.emplace(epoch, 64, "dq_threads", true);
+  dq.emplace(epoch, 64, "dq_threads");
 
   std::vector<std::thread> threads;
   for (std::uint32_t r = 0; r < kReaders; ++r) {
@@ -313,16 +323,3 @@ TEST(DeferQueueThreads, TwoWritersSwapUnderTwoReadersEveryNodeFreedOnceAfterItsR
 
 }  // namespace
 }  // namespace fastcm::shards
-
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  std::unique_ptr<fastcm::shards::DpdkRuntime> runtime;
-  const auto status = fastcm::shards::DpdkRuntime::start_owned({}, &runtime);
-  if (!status.ok()) {
-    std::fprintf(stderr, "EAL did not start: %s\n", status.message.c_str());
-    return 1;
-  }
-  const int rc = RUN_ALL_TESTS();
-  runtime.reset();
-  return rc;
-}

@@ -1,7 +1,6 @@
 // ListenRegistry: the add/remove/match rules of engine::ListenTable, backlog accounting that dies
 // with its listen, snapshot lifetime under the epoch, the retire-queue bound, and shards matching
-// while a writer adds and removes listens thousands of times. Runs in fastcm_epoch_tests, whose
-// main() (epoch_test.cpp) starts EAL for the retire queue.
+// while a writer adds and removes listens thousands of times.
 #include "shards/listen_registry.h"
 
 #include <gtest/gtest.h>
