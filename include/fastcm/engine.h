@@ -92,7 +92,10 @@ enum class Threading : std::uint8_t { workers, caller };
 // Who initializes DPDK's EAL: the engine (once per process, without hugepages,
 // shared config, PCI or telemetry; later engines reuse it) or the embedding application, which
 // must have called rte_eal_init before Engine::create. EAL offers no reliable "already
-// initialized" query, so the application says which.
+// initialized" query, so the application says which. The EAL heap holds each engine's MAD pool
+// (about 512 bytes per EngineConfig::mad_buffers) and posted-call pool, nothing sized by
+// max_endpoints; the engine starts EAL with a 64 MiB heap, which the process's live engines share:
+// about 120,000 MAD buffers in all. Larger pools need an application-owned EAL with more memory.
 enum class EalOwner : std::uint8_t { engine, application };
 
 // The key of the engine's comm-ID permutation (engine/cid.h): local comm IDs are a keyed

@@ -369,12 +369,13 @@ typedef struct fastcm_event_queue fastcm_event_queue;
 typedef struct fastcm_mad fastcm_mad;
 
 typedef enum fastcm_threading {
-  FASTCM_THREADING_WORKERS = 0, /* a thread per shard and per port */
+  FASTCM_THREADING_WORKERS = 0, /* a thread per shard, which also polls its ports */
   FASTCM_THREADING_CALLER = 1   /* everything inside fastcm_progress */
 } fastcm_threading;
 
 typedef enum fastcm_eal_owner {
-  FASTCM_EAL_ENGINE = 0,        /* the engine starts DPDK's EAL (once per process) */
+  FASTCM_EAL_ENGINE = 0,        /* the engine starts DPDK's EAL (once per process; its 64 MiB heap
+                                   holds about 120,000 MAD buffers in all: fastcm::EalOwner) */
   FASTCM_EAL_APPLICATION = 1    /* the application called rte_eal_init before */
 } fastcm_eal_owner;
 
