@@ -17,6 +17,8 @@
 #include <string>
 #include <system_error>
 
+#include "runtime/checked_capacity.h"
+
 namespace fastcm::shards {
 namespace {
 
@@ -25,15 +27,13 @@ constexpr std::align_val_t kVariableAlign{RTE_CACHE_LINE_SIZE};
 
 static_assert(DeferQueue::kMaxNameLength + 1 == RTE_RING_NAMESIZE);
 
-std::uint32_t checked(std::uint32_t capacity, std::string_view name) {
-  if (capacity == 0 || capacity > DeferQueue::kMaxCapacity) {
-    throw std::invalid_argument("DeferQueue capacity must be 1.." + std::to_string(DeferQueue::kMaxCapacity));
-  }
+// The queue's name, as its ring takes it. Throws std::invalid_argument for a length out of range.
+std::string ring_name(std::string_view name) {
   if (name.empty() || name.size() > DeferQueue::kMaxNameLength) {
     throw std::invalid_argument("DeferQueue name must be 1.." + std::to_string(DeferQueue::kMaxNameLength) +
                                 " characters");
   }
-  return capacity;
+  return std::string(name);
 }
 
 }  // namespace
@@ -88,11 +88,11 @@ void Epoch::acquire_readers() const noexcept {
 
 DeferQueue::DeferQueue(Epoch& epoch, std::uint32_t capacity, std::string_view name)
     : epoch_(epoch),
-      capacity_(checked(capacity, name)),
+      capacity_(runtime::checked_capacity("DeferQueue", capacity, kMaxCapacity)),
       // HTS on both sides: any thread may defer and reclaim, and the peek that reclaim() needs
       // (look at the oldest entry, take it only when due) exists for HTS and single-thread rings
       // only. RING_F_EXACT_SZ: room for exactly `capacity` entries.
-      ring_(std::string(name), capacity, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ,
+      ring_(ring_name(name), capacity, RING_F_EXACT_SZ | RING_F_MP_HTS_ENQ | RING_F_MC_HTS_DEQ,
             sizeof(Deferred)) {}
 
 DeferQueue::~DeferQueue() {

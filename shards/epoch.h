@@ -24,9 +24,8 @@
 //
 // Neither needs an initialized EAL: the variable and the queue's ring live in our own memory, where
 // a ring sized for its bound costs resident memory only for the entries it has held. (A shard's
-// destroy queue has room for twice its endpoint table, 24 MiB per shard of a million-endpoint
-// engine on four shards: as a DPDK memzone it came from EAL's fixed heap and was zeroed, every
-// page of it, when the engine was destroyed.)
+// destroy queue has room for twice its endpoint table: 24 MiB per shard of a million-endpoint
+// engine on four shards, more than the whole heap of an EAL the engine starts.)
 #pragma once
 
 #include <atomic>
