@@ -129,7 +129,7 @@ std::size_t LoopbackSwitch::send(std::uint32_t src, std::span<const MadPacket* c
   // Read once per burst: set_fault/clear_faults never run during a send (their contract).
   const bool faulty = !faults_.empty();
   std::optional<std::uint64_t> now;  // read once per burst, and only for a delayed MAD
-  PortQueue* to_notify = nullptr;    // wake-ups are sent once per run of MADs to one port
+  Run run;
   for (const MadPacket* pkt : pkts) {
     const std::optional<Target> target = resolve(src, pkt->addr);
     if (!target) continue;
@@ -147,24 +147,37 @@ std::size_t LoopbackSwitch::send(std::uint32_t src, std::span<const MadPacket* c
       deliver_at = *now + std::min(fate.delay_ns, room);
       bump(tx.delayed);
     }
-    PortState& to = *ports_[target->port];
-    if (to_notify != &to.queue) {
-      if (to_notify != nullptr) to_notify->notify();
-      to_notify = &to.queue;
-    }
-    for (std::uint8_t copy = 0; copy < fate.copies; ++copy) {
-      PortQueue::Slot* slot = to.queue.try_acquire();
-      if (slot == nullptr) {
-        bump(to.rx.dropped_queue_full);
-        continue;
-      }
-      received_address(src, pkt->addr, *target, slot->pkt.addr);
-      slot->pkt.mad = pkt->mad;
-      to.queue.publish(slot, deliver_at);
-    }
+    for (std::uint8_t copy = 0; copy < fate.copies; ++copy) add(src, run, {pkt, *target, deliver_at});
   }
-  if (to_notify != nullptr) to_notify->notify();
+  deliver(src, run);
   return pkts.size();
+}
+
+void LoopbackSwitch::add(std::uint32_t src, Run& run, const Run::Copy& copy) noexcept {
+  if (run.count == run.copies.size() || (run.count > 0 && run.copies[0].target.port != copy.target.port)) {
+    deliver(src, run);
+  }
+  run.copies[run.count++] = copy;
+}
+
+void LoopbackSwitch::deliver(std::uint32_t src, Run& run) noexcept {
+  if (run.count == 0) return;
+  PortState& to = *ports_[run.copies[0].target.port];
+  std::array<PortQueue::Slot*, PortQueue::kBurst> slots;
+  std::array<std::uint64_t, PortQueue::kBurst> deliver_at;
+  const std::size_t taken = to.queue.try_acquire({slots.data(), run.count});
+  for (std::size_t i = 0; i < taken; ++i) {
+    const Run::Copy& copy = run.copies[i];
+    received_address(src, copy.pkt->addr, copy.target, slots[i]->pkt.addr);
+    slots[i]->pkt.mad = copy.pkt->mad;
+    deliver_at[i] = copy.deliver_at_ns;
+  }
+  if (taken < run.count) bump(to.rx.dropped_queue_full, run.count - taken);
+  if (taken > 0) {
+    to.queue.publish({slots.data(), taken}, {deliver_at.data(), taken});
+    to.queue.notify();
+  }
+  run.count = 0;
 }
 
 std::size_t LoopbackSwitch::receive(std::uint32_t dst, std::span<MadPacket* const> bufs) noexcept {

@@ -2,6 +2,7 @@
 // port through routing, receive-side checks and fault injection into the receiving port's queue.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -73,6 +74,24 @@ class LoopbackSwitch {
     std::uint16_t pkey_index;  // the receiver's P_Key table index accepting the sender's P_Key
     std::uint8_t gid_index;    // the receiver's GID table index the GRH was sent to
   };
+
+  // Copies of MADs bound for one port, queued there together: one operation on each of the
+  // port's rings per run, not one per MAD (with many senders per queue, those per-MAD
+  // compare-and-swaps and their waits were a tenth of a storm's CPU).
+  struct Run {
+    struct Copy {
+      const MadPacket* pkt;
+      Target target;
+      std::uint64_t deliver_at_ns;
+    };
+    std::array<Copy, PortQueue::kBurst> copies;
+    std::size_t count = 0;
+  };
+  // Adds a copy of `pkt` to `run`, first delivering the run if it is full or bound elsewhere.
+  void add(std::uint32_t src, Run& run, const Run::Copy& copy) noexcept;
+  // Queues the run's copies at their port (counting those a full queue drops), wakes its consumer,
+  // and empties the run.
+  void deliver(std::uint32_t src, Run& run) noexcept;
 
   // Where a MAD from `src` addressed `out` lands, or nullopt after counting why it cannot.
   std::optional<Target> resolve(std::uint32_t src, const MadAddress& out) noexcept;

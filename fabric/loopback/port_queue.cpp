@@ -27,22 +27,30 @@ PortQueue::PortQueue(std::uint32_t depth, std::uint32_t id)
   held_.reserve(depth);
 }
 
-PortQueue::Slot* PortQueue::try_acquire() noexcept {
-  void* obj = nullptr;
-  if (rte_ring_dequeue(free_.get(), &obj) != 0) return nullptr;
-  auto* slot = static_cast<Slot*>(obj);
-  // Acquire partner: the release in copy_out(), so the consumer's last reads of this slot
-  // happen-before the caller's writes.
-  [[maybe_unused]] const std::uint64_t state = slot->state.load(std::memory_order_acquire);
-  assert(state == kFree);
-  return slot;
+std::size_t PortQueue::try_acquire(std::span<Slot*> out) noexcept {
+  assert(out.size() <= kBurst);
+  void* objs[kBurst];
+  const unsigned got = rte_ring_dequeue_burst(free_.get(), objs, static_cast<unsigned>(out.size()), nullptr);
+  for (unsigned i = 0; i < got; ++i) {
+    out[i] = static_cast<Slot*>(objs[i]);
+    // Acquire partner: the release in copy_out(), so the consumer's last reads of this slot
+    // happen-before the caller's writes.
+    [[maybe_unused]] const std::uint64_t state = out[i]->state.load(std::memory_order_acquire);
+    assert(state == kFree);
+  }
+  return got;
 }
 
-void PortQueue::publish(Slot* slot, std::uint64_t deliver_at_ns) noexcept {
-  // Release partner: the acquire in receive() / next_delivery_ns(), which then see the filled pkt.
-  slot->state.store(std::min(deliver_at_ns, kFree - 1), std::memory_order_release);
+void PortQueue::publish(std::span<Slot* const> slots, std::span<const std::uint64_t> deliver_at_ns) noexcept {
+  assert(slots.size() <= kBurst && deliver_at_ns.size() == slots.size());
+  void* objs[kBurst];
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    // Release partner: the acquire in receive() / next_delivery_ns(), which then see the filled pkt.
+    slots[i]->state.store(std::min(deliver_at_ns[i], kFree - 1), std::memory_order_release);
+    objs[i] = slots[i];
+  }
   // Cannot fail: the ring has room for every slot there is.
-  rte_ring_enqueue(rx_.get(), slot);
+  rte_ring_enqueue_bulk(rx_.get(), objs, static_cast<unsigned>(slots.size()), nullptr);
 }
 
 bool PortQueue::arm() noexcept {

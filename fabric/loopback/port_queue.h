@@ -48,12 +48,16 @@ class PortQueue {
 
   // --- Senders: any thread, concurrently.
 
-  // Takes a free slot for the caller to fill; nullptr when all `depth` slots are in flight.
-  [[nodiscard]] Slot* try_acquire() noexcept;
+  static constexpr std::size_t kBurst = 32;  // ring entries moved per ring operation, at most
 
-  // Queues a slot taken by try_acquire() and filled; the consumer may see it from `deliver_at_ns`
-  // on (kDue: at once). Never fails. The slot belongs to the queue again afterwards.
-  void publish(Slot* slot, std::uint64_t deliver_at_ns) noexcept;
+  // Takes up to out.size() (≤ kBurst) free slots for the caller to fill, in one ring operation;
+  // returns how many, fewer when the rest of the `depth` slots are in flight.
+  [[nodiscard]] std::size_t try_acquire(std::span<Slot*> out) noexcept;
+
+  // Queues slots taken by try_acquire() and filled, in order, in one ring operation; the consumer
+  // may see slots[i] from deliver_at_ns[i] on (kDue: at once). Never fails. The slots belong to
+  // the queue again afterwards.
+  void publish(std::span<Slot* const> slots, std::span<const std::uint64_t> deliver_at_ns) noexcept;
 
   // Wakes the consumer if it armed the eventfd; call after publishing (once per run of publishes).
   void notify() noexcept { wake_.notify(); }
@@ -82,7 +86,6 @@ class PortQueue {
   [[nodiscard]] int event_fd() const noexcept { return wake_.fd(); }
 
  private:
-  static constexpr std::size_t kBurst = 32;  // ring entries moved per ring operation
   // Slots the consumer has copied out, not yet back in the free ring.
   struct Freed {
     explicit Freed(rte_ring* free_ring) noexcept : ring(free_ring) {}

@@ -222,6 +222,32 @@ TEST(LoopbackDelivery, AFullQueueDropsAndCountsThenRecovers) {
   EXPECT_EQ(h.fabric.total_pending(), 0u);
 }
 
+// The switch queues a burst's MADs a run at a time, a run being consecutive MADs to one port, up
+// to the ring operation's size: runs longer than that, runs broken by another port, and a queue
+// that fills in the middle of a run keep each port's order and drop only what did not fit.
+TEST(LoopbackDelivery, OneBurstToSeveralPortsKeepsEachPortsOrderAndDropsOnlyTheOverflow) {
+  LoopbackConfig cfg = LoopbackConfig::two_hcas(2);
+  cfg.rx_queue_depth = 64;
+  Harness h(cfg);
+  std::vector<MadPacket> pkts;
+  std::vector<std::uint32_t> to_port0, to_port1;
+  for (std::uint32_t t = 0; t < 100; ++t) {
+    const bool port0 = t < 40 || (t >= 45 && t < 80) || (t >= 80 && t % 2 == 0);
+    pkts.push_back(make_mad(to_lid(port0 ? 17 : 18), t));
+    (port0 ? to_port0 : to_port1).push_back(t);
+  }
+  std::vector<const MadPacket*> ptrs;
+  for (const MadPacket& p : pkts) ptrs.push_back(&p);
+  EXPECT_EQ(h.client().send_burst(0, ptrs), 100u);
+  ASSERT_EQ(to_port0.size(), 85u);
+  to_port0.resize(64);  // the queue's depth: the last 21 of port 0's MADs found it full
+  EXPECT_EQ(tags(drain(h.server(), 0)), to_port0);
+  EXPECT_EQ(tags(drain(h.server(), 1)), to_port1);
+  EXPECT_EQ(h.fabric.counters(kServer0).dropped_queue_full, 21u);
+  EXPECT_EQ(h.fabric.counters(kServer1).dropped_queue_full, 0u);
+  EXPECT_EQ(h.fabric.total_pending(), 0u);
+}
+
 // A receive hands the slots it copied out back to the senders in batches: every one of them, the
 // last partial batch included, is free again when recv_burst returns.
 TEST(LoopbackDelivery, EverySlotAReceiveCopiedOutIsFreeWhenItReturns) {
