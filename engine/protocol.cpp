@@ -70,26 +70,22 @@ Protocol::~Protocol() {
   }
 }
 
-void Protocol::on_mad(MadBuf* buf) noexcept {
-  const std::uint16_t port_index = buf->packet.addr.port_index;
-  if (port_index >= env_.ports.size()) {
-    release(env_.pool, buf);
-    return;
-  }
+void Protocol::on_mad(MadBuf& buf) noexcept {
+  const std::uint16_t port_index = buf.packet.addr.port_index;
+  if (port_index >= env_.ports.size()) return;
   mad::MadHeader hdr;
-  if (!mad::decode_header(buf->packet.mad, hdr).ok()) {
+  if (!mad::decode_header(buf.packet.mad, hdr).ok()) {
     drop(port_index, DropReason::malformed);
-    release(env_.pool, buf);
     return;
   }
   const auto handle = [&]<mad::CmMessage M>(Handler<M> handler) {
     M msg;
-    if (!mad::decode_body(mad::ConstMadSpan(buf->packet.mad), msg).ok()) {
+    if (!mad::decode_body(mad::ConstMadSpan(buf.packet.mad), msg).ok()) {
       drop(port_index, DropReason::malformed);
       return;
     }
     ++message_counters(port_index, hdr.attribute_id).received;
-    (this->*handler)(*buf, hdr, msg);
+    (this->*handler)(buf, hdr, msg);
   };
   switch (hdr.attribute_id) {
     case mad::AttrId::class_port_info: handle(&Protocol::on_class_port_info); break;
@@ -105,7 +101,6 @@ void Protocol::on_mad(MadBuf* buf) noexcept {
     case mad::AttrId::lap: handle(&Protocol::on_lap); break;
     case mad::AttrId::apr: handle(&Protocol::on_apr); break;
   }
-  release(env_.pool, buf);
 }
 
 void Protocol::prefetch(const MadBuf& buf) const noexcept {

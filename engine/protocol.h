@@ -65,8 +65,10 @@ class Protocol {
   Protocol& operator=(const Protocol&) = delete;
 
   // ---- input ---------------------------------------------------------------------------------
-  // A MAD received on buf->packet.addr.port_index; takes over the caller's reference. Untrusted.
-  void on_mad(MadBuf* buf) noexcept;
+  // A MAD received on buf.packet.addr.port_index. Untrusted. The caller keeps its reference: what
+  // the protocol keeps past the call (an endpoint's copy to answer duplicates, an event's MAD), it
+  // retains, so a count above the caller's own afterwards means the MAD is kept.
+  void on_mad(MadBuf& buf) noexcept;
   // Starts loading the memory on_mad(buf) will wait for, so a shard handling a burst overlaps the
   // misses of the MADs ahead: for a REQ the duplicate-index bucket and the sender's QP entry in
   // RemoteQpns (random lines of tables sized for every endpoint), for a MAD naming one of our

@@ -41,11 +41,12 @@ class MadAccounts {
   }
   // See engine::MadPool::room_for_handshake: the admission mark keeps 1/8 of the kept half (at
   // least one credit) free for the handshakes in progress. A REQ asking is being handled with a
-  // kept credit of its own, counted in used().
-  [[nodiscard]] bool room_for_handshake(std::uint32_t shard) const noexcept {
+  // kept credit of its own, counted in used(). `idle_kept`: kept credits the caller holds for no
+  // MAD (AccountedMadPool's spare), not counted as taken.
+  [[nodiscard]] bool room_for_handshake(std::uint32_t shard, std::uint32_t idle_kept = 0) const noexcept {
     const ShardCredits& c = *shards_[shard];
     const std::uint32_t headroom = std::max<std::uint32_t>(1, c.kept.limit() / 8);
-    return c.sent.used() < c.sent.limit() && c.kept.used() + headroom < c.kept.limit();
+    return c.sent.used() < c.sent.limit() && c.kept.used() - idle_kept + headroom < c.kept.limit();
   }
   // Gives back the credit a buffer's tag names (0, the receive reserve: nothing).
   void give(std::uint8_t tag) noexcept {

@@ -106,17 +106,36 @@ class AccountedMadPool final : public engine::MadPool {
 
   using engine::MadPool::get;
   [[nodiscard]] engine::MadBuf* get(engine::MadAccount account) noexcept override;
-  [[nodiscard]] bool room_for_handshake() const noexcept override { return accounts_.room_for_handshake(shard_); }
-  // The shard's handshake credits taken now (sent + kept).
+  [[nodiscard]] bool room_for_handshake() const noexcept override {
+    return accounts_.room_for_handshake(shard_, spare_kept_ ? 1 : 0);
+  }
+  // The shard's handshake credits taken now (sent + kept); between two received MADs of a burst,
+  // the spare kept credit (below) is among them.
   [[nodiscard]] std::uint32_t in_use() const noexcept override;
 
   // A received MAD may stay referenced after its handling (kept by an endpoint, an event queue or
   // the application): before handling, the shard takes a kept credit for it (false: none left, the
-  // MAD must not be handled), and afterwards charges the buffer with it or gives it back.
-  [[nodiscard]] bool reserve_kept() noexcept { return accounts_.take(shard_, engine::MadAccount::kept); }
+  // MAD must not be handled), and afterwards charges the buffer with it or gives it back. A credit
+  // given back stays as the spare for the next MAD until return_spare_kept(), which the shard
+  // calls once per burst: most MADs are not kept, and two atomic updates of a shared counter per
+  // MAD become two per burst.
+  [[nodiscard]] bool reserve_kept() noexcept {
+    if (spare_kept_) {
+      spare_kept_ = false;
+      return true;
+    }
+    return accounts_.take(shard_, engine::MadAccount::kept);
+  }
   // `buf` (a receive buffer the caller holds a reference on) takes the reserved credit.
   void charge_kept(engine::MadBuf& buf) noexcept { buf.account = MadAccounts::tag(shard_, engine::MadAccount::kept); }
-  void cancel_kept() noexcept { accounts_.give(MadAccounts::tag(shard_, engine::MadAccount::kept)); }
+  // The reserved credit becomes the spare.
+  void cancel_kept() noexcept { spare_kept_ = true; }
+  // Gives the spare back, if there is one.
+  void return_spare_kept() noexcept {
+    if (!spare_kept_) return;
+    spare_kept_ = false;
+    accounts_.give(MadAccounts::tag(shard_, engine::MadAccount::kept));
+  }
 
  private:
   void put(engine::MadBuf* buf) noexcept override { pool_.put(buf); }
@@ -124,6 +143,7 @@ class AccountedMadPool final : public engine::MadPool {
   MadMempool& pool_;
   MadAccounts& accounts_;
   std::uint32_t shard_;
+  bool spare_kept_ = false;  // the shard's thread only
 };
 
 }  // namespace fastcm::mempool

@@ -154,6 +154,7 @@ void Shard::handle_all(std::span<void* const> items) noexcept {
 void Shard::flush_burst() noexcept {
   sends_.flush();
   wakeups_.flush();
+  env_.pool.return_spare_kept();
 }
 
 void Shard::handle_received(std::span<engine::MadBuf* const> mads) noexcept {
@@ -280,9 +281,8 @@ void Shard::deliver(engine::MadBuf* mad) noexcept {
     engine::release(env_.pool, mad);
     return;
   }
-  // Our own reference tells afterwards whether anyone else still holds the MAD.
-  engine::retain(*mad);
-  protocol_.on_mad(mad);
+  // Our reference tells afterwards whether anyone else holds the MAD.
+  protocol_.on_mad(*mad);
   // Acquire: pairs with the acq_rel decrement of a holder on another thread that let go already
   // (an event polled and released), so a count of 1 means nobody else holds it.
   if (mad->refs.load(std::memory_order_acquire) > 1) {

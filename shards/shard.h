@@ -191,7 +191,8 @@ class Shard final : private engine::Outbox {
   void post_control(InboxItem item) noexcept;
   // Handles dequeued items, sends what they queued and returns the MADs' inbox credits.
   void handle_all(std::span<void* const> items) noexcept;
-  // Ends a burst: sends what it queued and wakes the event queues it pushed to.
+  // Ends a burst: sends what it queued, wakes the event queues it pushed to, and gives back the
+  // spare kept credit (AccountedMadPool::reserve_kept).
   void flush_burst() noexcept;
   // Sleeps until an inbox item or a MAD on an owned port arrives, or the next timer is due; returns
   // the items arm() found instead of sleeping (moved into `out`).
