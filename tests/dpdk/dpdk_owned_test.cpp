@@ -176,6 +176,48 @@ TEST(MadMempool, LastReleaseReturnsTheBuffer) {
   EXPECT_EQ(pool->in_use(), 0U);
 }
 
+// A shard reserves a kept credit before handling each received MAD. A credit the MAD did not use
+// stays reserved as the spare for the next MAD, uncounted by the admission check, until the
+// burst's end gives it back; a MAD that is kept takes its credit along to the buffer's last
+// release.
+TEST(AccountedMadPool, AnUnusedKeptCreditServesTheNextMadUntilTheBurstEnds) {
+  using fastcm::engine::MadAccount;
+  fastcm::mempool::MadAccounts accounts(1, {.sent = 8, .kept = 16, .answer = 2});
+  std::unique_ptr<MadMempool> pool;
+  ASSERT_TRUE(MadMempool::create(*g_runtime, {"kept_spare", 31, 0, PoolSharing::threads, &accounts}, &pool).ok());
+  fastcm::mempool::AccountedMadPool shard_pool(*pool, accounts, 0);
+  const auto kept_now = [&] { return accounts.level(0, MadAccount::kept).now; };
+
+  ASSERT_TRUE(shard_pool.reserve_kept());
+  shard_pool.cancel_kept();  // the first MAD was not kept: its credit is the spare
+  EXPECT_EQ(kept_now(), 1u);
+  ASSERT_TRUE(shard_pool.reserve_kept());  // the second MAD reserves the spare, no new credit
+  EXPECT_EQ(kept_now(), 1u);
+  MadBuf* kept = pool->get();
+  ASSERT_NE(kept, nullptr);
+  shard_pool.charge_kept(*kept);  // the second MAD is kept
+  ASSERT_TRUE(shard_pool.reserve_kept());
+  EXPECT_EQ(kept_now(), 2u);
+  shard_pool.cancel_kept();
+
+  // 14 of 16 kept credits taken, one of them the spare: the admission mark (16 / 8 = 2 credits
+  // free) counts 13, so a handshake still has room; one more taken credit and it has none.
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE(accounts.take(0, MadAccount::kept));
+  EXPECT_EQ(kept_now(), 14u);
+  EXPECT_TRUE(shard_pool.room_for_handshake());
+  shard_pool.return_spare_kept();  // the burst ends
+  EXPECT_EQ(kept_now(), 13u);
+  EXPECT_TRUE(shard_pool.room_for_handshake());
+  ASSERT_TRUE(accounts.take(0, MadAccount::kept));
+  EXPECT_FALSE(shard_pool.room_for_handshake());
+  shard_pool.return_spare_kept();  // no spare: nothing given
+  EXPECT_EQ(kept_now(), 14u);
+
+  for (int i = 0; i < 13; ++i) accounts.give(fastcm::mempool::MadAccounts::tag(0, MadAccount::kept));
+  fastcm::engine::release(*pool, kept);  // the kept MAD's credit comes back with the buffer
+  EXPECT_EQ(kept_now(), 0u);
+}
+
 TEST(MadMempool, RegisteredThreadsGetAndPutConcurrently) {
   constexpr std::uint32_t kThreads = 3;
   constexpr std::uint32_t kPerThread = 64;
