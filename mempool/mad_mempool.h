@@ -97,8 +97,9 @@ class MadMempool final : public engine::MadPool {
 
 // One shard's view of the engine's pool: get(sent / kept / answer) takes a credit of the shard's
 // account first (none left: null, nothing taken), get(receive) charges nothing. The buffer's tag
-// sends the credit back whoever returns it. Thread: as MadMempool; the charged gets from the
-// shard's thread (its protocol), where the shard's credits are taken.
+// sends the credit back whoever returns it. Thread: as MadMempool; the charged gets, the kept
+// credit's calls (reserve_kept .. return_spare_kept) and room_for_handshake from the shard's thread
+// (its protocol), where the shard's credits are taken and its spare is held.
 class AccountedMadPool final : public engine::MadPool {
  public:
   AccountedMadPool(MadMempool& pool, MadAccounts& accounts, std::uint32_t shard) noexcept

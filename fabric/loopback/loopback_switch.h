@@ -87,7 +87,7 @@ class LoopbackSwitch {
     std::array<Copy, PortQueue::kBurst> copies;
     std::size_t count = 0;
   };
-  // Adds a copy of `pkt` to `run`, first delivering the run if it is full or bound elsewhere.
+  // Adds `copy` to `run`, first delivering the run if it is full or bound for another port.
   void add(std::uint32_t src, Run& run, const Run::Copy& copy) noexcept;
   // Queues the run's copies at their port (counting those a full queue drops), wakes its consumer,
   // and empties the run.
