@@ -43,7 +43,7 @@ class MadAccounts {
   // least one credit) free for the handshakes in progress. A REQ asking is being handled with a
   // kept credit of its own, counted in used(). `idle_kept`: kept credits the caller holds for no
   // MAD (AccountedMadPool's spare), not counted as taken.
-  [[nodiscard]] bool room_for_handshake(std::uint32_t shard, std::uint32_t idle_kept = 0) const noexcept {
+  [[nodiscard]] bool room_for_handshake(std::uint32_t shard, std::uint32_t idle_kept) const noexcept {
     const ShardCredits& c = *shards_[shard];
     const std::uint32_t headroom = std::max<std::uint32_t>(1, c.kept.limit() / 8);
     return c.sent.used() < c.sent.limit() && c.kept.used() - idle_kept + headroom < c.kept.limit();
