@@ -172,8 +172,12 @@ class CepTable {
   // Whether `id` names an endpoint the application still holds. Any thread; a snapshot.
   [[nodiscard]] bool attached(Id id) const noexcept {
     const std::optional<std::uint32_t> slot = slot_of(id);
-    return slot && id.generation() != 0 &&
-           (word(*slot).load(std::memory_order_acquire) & ~kInCallback) == id.generation();  // pairs: attach()
+    return slot && attached(id, *slot);
+  }
+  // attached(id) where `slot` is already known to be slot_of(id): no decode. Any thread.
+  [[nodiscard]] bool attached(Id id, std::uint32_t slot) const noexcept {
+    return id.generation() != 0 &&
+           (word(slot).load(std::memory_order_acquire) & ~kInCallback) == id.generation();  // pairs: attach()
   }
   // Whether `cep` is attached, or was detached by a destroy from another thread that the shard has
   // not handled yet (try_detach_remote). The owning shard's thread.

@@ -38,8 +38,10 @@ class Outbox {
   virtual void send(MadBuf& buf, SendTally tally) noexcept = 0;
 
   // Appends `event` to `queue`, taking a reference on `mad` (may be null) that poll's caller gives
-  // back with Engine::release. Returns false, taking nothing, when the queue is full.
-  virtual bool enqueue(EventQueue& queue, const Event& event, MadBuf* mad) noexcept = 0;
+  // back with Engine::release. `slot` is the endpoint's slot in its table (CepTable), queued beside
+  // the event so that poll checks the endpoint's attachment without decoding event.id. Returns
+  // false, taking nothing, when the queue is full.
+  virtual bool enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, MadBuf* mad) noexcept = 0;
 
   // Whether enqueue() on `queue` would fail now. Lets a REQ meet its listen's backlog policy
   // before an endpoint is made for an event nobody could receive.

@@ -19,11 +19,11 @@ namespace fastcm::shards {
 namespace {
 
 // Events travel by value: the ring copies them as arrays of 32-bit words.
-static_assert(std::is_trivially_copyable_v<Event>, "the ring copies Events bytewise");
-// The ring's element size must be a multiple of 4. Event's already is (it holds pointers), so the
-// ring's stride equals an Event array's and a burst lands straight in pop()'s span.
-static_assert(sizeof(Event) % 4 == 0, "rte_ring elements are whole 32-bit words");
-constexpr unsigned kEventSize = sizeof(Event);
+static_assert(std::is_trivially_copyable_v<QueuedEvent>, "the ring copies QueuedEvents bytewise");
+// The ring's element size must be a multiple of 4. QueuedEvent's already is (it holds pointers),
+// so the ring's stride equals a QueuedEvent array's and a burst lands straight in pop()'s span.
+static_assert(sizeof(QueuedEvent) % 4 == 0, "rte_ring elements are whole 32-bit words");
+constexpr unsigned kEventSize = sizeof(QueuedEvent);
 
 }  // namespace
 
@@ -51,7 +51,7 @@ MpscEventQueue::MpscEventQueue(std::uint32_t capacity)
 
 MpscEventQueue::~MpscEventQueue() { ::close(event_fd_); }
 
-bool MpscEventQueue::push_unsignalled(const Event& event, engine::MadBuf* mad) noexcept {
+bool MpscEventQueue::push_unsignalled(const QueuedEvent& event, engine::MadBuf* mad) noexcept {
   // The reference is taken before the event is visible: the consumer may pop and release it at
   // once. (Relaxed, as engine::retain: the caller already holds a reference.)
   if (mad != nullptr) engine::retain(*mad);
@@ -64,7 +64,7 @@ bool MpscEventQueue::push_unsignalled(const Event& event, engine::MadBuf* mad) n
   return true;
 }
 
-std::size_t MpscEventQueue::pop(std::span<Event> out) noexcept {
+std::size_t MpscEventQueue::pop(std::span<QueuedEvent> out) noexcept {
   const auto want = static_cast<unsigned>(std::min<std::size_t>(out.size(), capacity_));
   unsigned left = 0;
   const unsigned n = rte_ring_mc_hts_dequeue_burst_elem(ring_.get(), out.data(), kEventSize, want, &left);

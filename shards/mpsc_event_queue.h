@@ -1,6 +1,8 @@
 // The EventQueue of the sharded engine (event.h): events from every
 // shard thread (many producers) to the application's polling thread (one consumer), by value in a
-// bounded rte_ring, with an eventfd that is readable while events wait, for epoll loops.
+// bounded rte_ring, with an eventfd that is readable while events wait, for epoll loops. Each event
+// travels with its endpoint's table slot (QueuedEvent), so that the consumer can check whether the
+// endpoint is still attached without decoding the event's Id.
 //
 // Thread contract, as in the names:
 //   push                     any thread, concurrently (the shards); never waits for the consumer
@@ -47,12 +49,18 @@
 
 namespace fastcm::shards {
 
+// One queued event and the slot of the endpoint it is about, in that endpoint's shard's table.
+struct QueuedEvent {
+  Event event;
+  std::uint32_t slot = 0;
+};
+
 class MpscEventQueue final : public EventQueue {
  public:
   static constexpr std::uint32_t kMaxCapacity = std::uint32_t{1} << 20;
 
   // Room for exactly `capacity` events (1..kMaxCapacity). The ring's storage is the next power of
-  // two above `capacity`, times sizeof(Event) (224 bytes): allocated here and never again.
+  // two above `capacity`, times sizeof(QueuedEvent) (232 bytes): allocated here and never again.
   // Throws std::invalid_argument for a capacity out of range, std::system_error when the ring
   // cannot be initialized or the eventfd cannot be created, std::bad_alloc.
   explicit MpscEventQueue(std::uint32_t capacity);
@@ -60,17 +68,17 @@ class MpscEventQueue final : public EventQueue {
   ~MpscEventQueue() override;
 
   // Any thread, concurrently. Appends a copy of `event` and takes one reference on `mad` (normally
-  // the MAD that event.mad names; null for none), which the event then holds. Returns false when
-  // the queue is full: nothing is appended and no reference is kept (the caller applies its
+  // the MAD that event.event.mad names; null for none), which the event then holds. Returns false
+  // when the queue is full: nothing is appended and no reference is kept (the caller applies its
   // backpressure policy).
-  [[nodiscard]] bool push(const Event& event, engine::MadBuf* mad) noexcept {
+  [[nodiscard]] bool push(const QueuedEvent& event, engine::MadBuf* mad) noexcept {
     if (!push_unsignalled(event, mad)) return false;
     signal();
     return true;
   }
   // push without the wake-up: a consumer asleep on the eventfd does not see the event until this
   // thread calls signal(), which it must do before it waits for anything or returns control.
-  [[nodiscard]] bool push_unsignalled(const Event& event, engine::MadBuf* mad) noexcept;
+  [[nodiscard]] bool push_unsignalled(const QueuedEvent& event, engine::MadBuf* mad) noexcept;
   // Makes sure the eventfd is (or is about to be) readable: the caller that claims the wake-up
   // writes the eventfd; everyone else finds it claimed and does nothing. Any thread.
   void signal() noexcept;
@@ -79,7 +87,7 @@ class MpscEventQueue final : public EventQueue {
   // events in its push order), each with its MAD reference, which the caller now owns; returns
   // how many. 0 when empty. Never blocks; reads the eventfd only when the queue was signalled and
   // this pop finds it empty.
-  [[nodiscard]] std::size_t pop(std::span<Event> out) noexcept;
+  [[nodiscard]] std::size_t pop(std::span<QueuedEvent> out) noexcept;
 
   // Any thread; snapshots. full() is what the engine checks before it creates an endpoint whose
   // events could not be queued.

@@ -378,11 +378,12 @@ void Shard::counters(std::span<PortCounters> out) const noexcept {
 
 // ---- engine::Outbox ------------------------------------------------------------------------------
 
-bool Shard::enqueue(EventQueue& queue, const Event& event, engine::MadBuf* mad) noexcept {
+bool Shard::enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, engine::MadBuf* mad) noexcept {
   auto& events = static_cast<MpscEventQueue&>(queue);
+  const QueuedEvent queued{.event = event, .slot = slot};
   // Inside a batch the burst's end wakes the consumer (flush_burst); a direct call outside one
   // (end_direct_call) has no such end, so it wakes at once.
-  return in_batch_ ? wakeups_.push(events, event, mad) : events.push(event, mad);
+  return in_batch_ ? wakeups_.push(events, queued, mad) : events.push(queued, mad);
 }
 
 bool Shard::queue_full(const EventQueue& queue) const noexcept {

@@ -148,6 +148,8 @@ class Shard final : private engine::Outbox {
   [[nodiscard]] Status post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept;
   // Whether `id` names a live endpoint of this shard that no destroy has detached (a snapshot).
   [[nodiscard]] bool attached(Id id) const noexcept { return protocol_.table().attached(id); }
+  // attached(id) where `slot` is known to be the slot `id` names (an event's, MpscEventQueue).
+  [[nodiscard]] bool attached(Id id, std::uint32_t slot) const noexcept { return protocol_.table().attached(id, slot); }
   // create_id without the shard (EngineConfig::posted_calls; spare_endpoints.h): takes one of the
   // shard's spare endpoints, gives it `delivery` and `context` and names it in `out`; false (and
   // `out` untouched) when the shard keeps none or has none left. Never blocks.
@@ -175,7 +177,7 @@ class Shard final : private engine::Outbox {
 
   // engine::Outbox
   void send(engine::MadBuf& buf, engine::SendTally tally) noexcept override { sends_.add(buf, tally); }
-  bool enqueue(EventQueue& queue, const Event& event, engine::MadBuf* mad) noexcept override;
+  bool enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, engine::MadBuf* mad) noexcept override;
   [[nodiscard]] bool queue_full(const EventQueue& queue) const noexcept override;
   void notify_stale(Id stale, engine::MadBuf& cause) noexcept override;
   void retire(Engine::DestroyedFn on_destroyed, void* ctx) noexcept override;

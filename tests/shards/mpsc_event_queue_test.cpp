@@ -36,9 +36,11 @@ std::uint32_t check_of(std::uint32_t producer, std::uint32_t seq) {
   return (producer + 1) * 0x9E3779B1U ^ seq * 0x85EBCA77U;
 }
 
-// An event that says who pushed it and when, in fields all over the Event (the variant too).
-Event make_event(std::uint32_t producer, std::uint32_t seq, engine::MadBuf* mad = nullptr) {
-  Event e;
+// An event that says who pushed it and when, in fields all over the Event (the variant too) and in
+// the slot that travels beside it.
+QueuedEvent make_event(std::uint32_t producer, std::uint32_t seq, engine::MadBuf* mad = nullptr) {
+  QueuedEvent q;
+  Event& e = q.event;
   e.type = EventType::rep_received;
   e.id = Id::make(seq, producer);
   e.mad = mad;
@@ -46,14 +48,17 @@ Event make_event(std::uint32_t producer, std::uint32_t seq, engine::MadBuf* mad 
   rep.remote_qpn = seq;
   rep.starting_psn = check_of(producer, seq);
   e.params = rep;
-  return e;
+  q.slot = check_of(seq, producer);
+  return q;
 }
 
-void expect_event(const Event& e, std::uint32_t producer, std::uint32_t seq,
+void expect_event(const QueuedEvent& q, std::uint32_t producer, std::uint32_t seq,
                   const engine::MadBuf* mad = nullptr) {
+  const Event& e = q.event;
   EXPECT_EQ(e.type, EventType::rep_received);
   EXPECT_EQ(e.id, Id::make(seq, producer));
   EXPECT_EQ(e.mad, mad);
+  EXPECT_EQ(q.slot, check_of(seq, producer));
   const auto* rep = std::get_if<RepReceived>(&e.params);
   ASSERT_NE(rep, nullptr);
   EXPECT_EQ(rep->remote_qpn, seq);
@@ -94,7 +99,7 @@ TEST(MpscEventQueue, HoldsExactlyItsCapacity) {
 
 TEST(MpscEventQueue, LevelKeepsTheMostEventsThatWaitedForAPop) {
   MpscEventQueue queue(10);
-  std::array<Event, 10> out{};
+  std::array<QueuedEvent, 10> out{};
   EXPECT_EQ(queue.level().high_water, 0U);
   EXPECT_EQ(queue.level().limit, 10U);
   for (std::uint32_t i = 0; i < 6; ++i) ASSERT_TRUE(queue.push(make_event(0, i), nullptr));
@@ -114,14 +119,14 @@ TEST(MpscEventQueue, LargestCapacityIsAccepted) {
   MpscEventQueue queue(MpscEventQueue::kMaxCapacity);
   EXPECT_EQ(queue.capacity(), MpscEventQueue::kMaxCapacity);
   ASSERT_TRUE(queue.push(make_event(0, 7), nullptr));
-  std::array<Event, 2> out{};
+  std::array<QueuedEvent, 2> out{};
   ASSERT_EQ(queue.pop(out), 1U);
   expect_event(out[0], 0, 7);
 }
 
 TEST(MpscEventQueue, OneProducerFifoAcrossWrapAround) {
   MpscEventQueue queue(5);  // storage of 8 slots: the indexes wrap many times below
-  std::array<Event, 3> out{};
+  std::array<QueuedEvent, 3> out{};
   std::uint32_t pushed = 0;
   std::uint32_t popped = 0;
   for (std::uint32_t round = 0; round < 40; ++round) {
@@ -154,7 +159,7 @@ TEST(MpscEventQueue, PushTakesOneReferenceFullPushTakesNonePopHandsItOver) {
   EXPECT_FALSE(queue.push(make_event(0, 2), nullptr));
   EXPECT_EQ(queue.size(), 2U);
 
-  std::array<Event, 4> out{};
+  std::array<QueuedEvent, 4> out{};
   ASSERT_EQ(queue.pop(out), 2U);
   expect_event(out[0], 0, 0, &mad);
   expect_event(out[1], 0, 1, &mad);
@@ -179,7 +184,7 @@ TEST(MpscEventQueue, DestructionDropsEventsWithoutReleasingTheirMads) {
 TEST(MpscEventQueue, EventFdReadableExactlyWhileNonEmpty) {
   MpscEventQueue queue(4);
   const int fd = queue.event_fd();
-  std::array<Event, 4> out{};
+  std::array<QueuedEvent, 4> out{};
   EXPECT_FALSE(readable(fd));
   EXPECT_EQ(queue.pop(out), 0U);
   EXPECT_FALSE(readable(fd));
@@ -188,7 +193,7 @@ TEST(MpscEventQueue, EventFdReadableExactlyWhileNonEmpty) {
   EXPECT_TRUE(readable(fd));
   ASSERT_TRUE(queue.push(make_event(0, 1), nullptr));
   EXPECT_TRUE(readable(fd));
-  EXPECT_EQ(queue.pop(std::span<Event>{}), 0U);
+  EXPECT_EQ(queue.pop(std::span<QueuedEvent>{}), 0U);
   EXPECT_TRUE(readable(fd));
   ASSERT_EQ(queue.pop(std::span(out).first(1)), 1U);
   EXPECT_TRUE(readable(fd));  // one left
@@ -209,7 +214,7 @@ TEST(MpscEventQueue, OneEventfdWritePerWakeUp) {
   for (std::uint32_t i = 0; i < 5; ++i) ASSERT_TRUE(queue.push(make_event(0, i), nullptr));
   EXPECT_EQ(writes_waiting(fd), 1U);  // one write for five pushes
 
-  std::array<Event, 8> out{};
+  std::array<QueuedEvent, 8> out{};
   ASSERT_EQ(queue.pop(out), 5U);
   EXPECT_FALSE(readable(fd));  // the pop that emptied the queue took that write
   ASSERT_TRUE(queue.push(make_event(0, 5), nullptr));
@@ -246,8 +251,8 @@ TEST(MpscEventQueueThreads, FourProducersConsumerOnEventFdEveryEventOnceInOrder)
       producers.emplace_back([&queue, &mads, &data, p](const std::stop_token& stop) {
         for (std::uint32_t seq = 0; seq < kEvents && !stop.stop_requested();) {
           data[p][seq] = check_of(p, seq);  // written before the push, read after the pop
-          Event e = make_event(p, seq, &mads[p]);
-          e.private_data = {reinterpret_cast<const std::uint8_t*>(&data[p][seq]),
+          QueuedEvent e = make_event(p, seq, &mads[p]);
+          e.event.private_data = {reinterpret_cast<const std::uint8_t*>(&data[p][seq]),
                             sizeof(std::uint32_t)};
           while (!queue.push(e, &mads[p]) && !stop.stop_requested()) {
             std::this_thread::yield();  // this test's backpressure policy: offer it again
@@ -256,7 +261,7 @@ TEST(MpscEventQueueThreads, FourProducersConsumerOnEventFdEveryEventOnceInOrder)
         }
       });
     }
-    std::array<Event, 16> out{};
+    std::array<QueuedEvent, 16> out{};
     while (received < kTotal) {
       if (!wait_readable(queue.event_fd(), kGuardMs)) {
         lost_wake_up = true;
@@ -264,10 +269,10 @@ TEST(MpscEventQueueThreads, FourProducersConsumerOnEventFdEveryEventOnceInOrder)
       }
       for (std::size_t n; (n = queue.pop(out)) != 0;) {
         for (std::size_t i = 0; i < n; ++i) {
-          const Event& e = out[i];
+          const Event& e = out[i].event;
           const std::uint32_t p = e.id.generation();
           ASSERT_LT(p, kProducers);
-          expect_event(e, p, next[p], &mads[p]);
+          expect_event(out[i], p, next[p], &mads[p]);
           ASSERT_EQ(e.private_data.size(), sizeof(std::uint32_t));
           std::uint32_t pushed_data = 0;
           std::memcpy(&pushed_data, e.private_data.data(), sizeof pushed_data);
@@ -287,7 +292,7 @@ TEST(MpscEventQueueThreads, FourProducersConsumerOnEventFdEveryEventOnceInOrder)
     EXPECT_EQ(mads[p].refs.load(), 1U);
   }
   EXPECT_EQ(pool.puts.load(), 0U);
-  std::array<Event, 1> extra{};
+  std::array<QueuedEvent, 1> extra{};
   EXPECT_EQ(queue.pop(extra), 0U);  // nothing duplicated or left behind
   EXPECT_FALSE(readable(queue.event_fd()));  // and no wake-up left over once popped empty
 }
@@ -325,7 +330,7 @@ TEST(MpscEventQueueThreads, RefillAtTheMomentOfEmptyingNeverLosesAWakeUp) {
         EXPECT_TRUE(queue.push(make_event(2, seq), nullptr));
       }
     });
-    std::array<Event, 1> out{};
+    std::array<QueuedEvent, 1> out{};
     while (received < kRounds) {
       // Polls without blocking for a while first, so that on an idle machine both threads stay
       // on their cores and the producer's push meets this thread's pops: what the test is after.
@@ -348,7 +353,7 @@ TEST(MpscEventQueueThreads, RefillAtTheMomentOfEmptyingNeverLosesAWakeUp) {
   }
   ASSERT_FALSE(lost_wake_up) << "eventfd never became readable after " << received << " of "
                              << kRounds << " events, with " << queue.size() << " queued";
-  std::array<Event, 1> extra{};
+  std::array<QueuedEvent, 1> extra{};
   EXPECT_EQ(queue.pop(extra), 0U);
   EXPECT_FALSE(readable(queue.event_fd()));
 }

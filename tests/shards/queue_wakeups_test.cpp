@@ -15,11 +15,12 @@ namespace {
 using test::readable;
 using test::writes_waiting;
 
-Event event_of(std::uint32_t n) {
-  Event e;
-  e.type = EventType::rtu_received;
-  e.id = Id::make(n, 1);
-  return e;
+QueuedEvent event_of(std::uint32_t n) {
+  QueuedEvent q;
+  q.event.type = EventType::rtu_received;
+  q.event.id = Id::make(n, 1);
+  q.slot = n;
+  return q;
 }
 
 TEST(QueueWakeups, ABurstsEventsWakeTheirQueuesOnceAtTheFlush) {
@@ -57,9 +58,10 @@ TEST(QueueWakeups, AFullQueueRefusesAsAPushDoes) {
   ASSERT_TRUE(wakeups.push(queue, event_of(1), nullptr));
   EXPECT_FALSE(wakeups.push(queue, event_of(2), nullptr));
   wakeups.flush();
-  std::array<Event, 2> out{};
+  std::array<QueuedEvent, 2> out{};
   ASSERT_EQ(queue.pop(out), 1U);
-  EXPECT_EQ(out[0].id, event_of(1).id);
+  EXPECT_EQ(out[0].event.id, event_of(1).event.id);
+  EXPECT_EQ(out[0].slot, 1U);
   EXPECT_FALSE(readable(queue.event_fd()));
 }
 
