@@ -104,10 +104,10 @@ Status PostedCall::dispatch(engine::Protocol& protocol) const noexcept {
   return Status::invalid_argument;
 }
 
-void PostedCall::run(engine::Protocol& protocol) noexcept {
+void PostedCall::run(engine::Protocol& protocol, FinishedCalls& finished) noexcept {
   protocol.run_posted(id_, call_, [this](engine::Protocol& p) { return dispatch(p); });
   if (pool_ != nullptr) {
-    pool_->give_back(*this);
+    finished.add(*this);
   } else {
     set_and_wake(done_);  // the waiter may pop the record off its stack from here on
   }
@@ -153,9 +153,23 @@ PostedCall* PostedCallPool::take() noexcept {
   return call;
 }
 
-void PostedCallPool::give_back(PostedCall& call) noexcept {
-  call.done_.store(1, std::memory_order_release);  // partner: take()'s acquire load
-  rte_mempool_put(pool_, &call);
+void PostedCallPool::give_back(std::span<PostedCall* const> calls) noexcept {
+  std::array<void*, FinishedCalls::kCapacity> objects;  // the pool's element type
+  while (!calls.empty()) {
+    const std::size_t n = std::min(calls.size(), objects.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      calls[i]->done_.store(1, std::memory_order_release);  // partner: take()'s acquire load
+      objects[i] = calls[i];
+    }
+    rte_mempool_put_bulk(pool_, objects.data(), static_cast<unsigned>(n));
+    calls = calls.subspan(n);
+  }
+}
+
+void FinishedCalls::flush() noexcept {
+  if (count_ == 0) return;
+  held_[0]->pool_->give_back(std::span(held_.data(), count_));
+  count_ = 0;
 }
 
 std::uint32_t PostedCallPool::in_use() const noexcept { return rte_mempool_in_use_count(pool_); }

@@ -7,12 +7,14 @@
 //
 // Thread contract: the posting thread fills a record (prepare) and posts it; the inbox's ring
 // publishes the record to the shard (the ring's release/acquire pair on its tail), which runs it
-// (run) and then completes it: a pooled record goes back to its pool, a stack record's waiter is
-// woken. Neither side touches the record after its part.
+// (run) and then completes it: a pooled record goes back to its pool with the others the shard
+// ran in the same burst (FinishedCalls), a stack record's waiter is woken. Neither side touches
+// the record after its part.
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -32,6 +34,7 @@ class Protocol;
 namespace fastcm::shards {
 
 class PostedCallPool;
+class FinishedCalls;
 
 class PostedCall {
  public:
@@ -55,8 +58,9 @@ class PostedCall {
   [[nodiscard]] ApiCall call() const noexcept { return call_; }
 
   // The shard's thread: runs the call on `protocol` (Protocol::run_posted: a refusal becomes a
-  // call_failed event), then completes the record. The record must not be touched afterwards.
-  void run(engine::Protocol& protocol) noexcept;
+  // call_failed event), then completes the record: a stack record's waiter is woken, a pooled
+  // record joins `finished`. The record must not be touched afterwards.
+  void run(engine::Protocol& protocol, FinishedCalls& finished) noexcept;
   // The poster of a stack record, after posting it: returns once the shard has run it.
   void wait_until_run() noexcept;
   // Whether the poster waits for this record (a stack record).
@@ -64,6 +68,7 @@ class PostedCall {
 
  private:
   friend class PostedCallPool;
+  friend class FinishedCalls;
   using Bytes = std::span<const std::uint8_t>;
   using Params = std::variant<std::monostate, void*, Bytes, ReqParams, RepParams, RejParams, MraParams, LapParams,
                               AprParams, SidrReqParams, SidrRepParams>;
@@ -98,13 +103,37 @@ class PostedCallPool {
 
   // A free record, or null when every record is posted. Never blocks.
   [[nodiscard]] PostedCall* take() noexcept;
-  // Returns a record take() gave. Never blocks.
-  void give_back(PostedCall& call) noexcept;
+  // Returns records take() gave, in one operation on the pool's ring per FinishedCalls::kCapacity
+  // records. Never blocks.
+  void give_back(std::span<PostedCall* const> calls) noexcept;
   // Records taken and not yet given back (a snapshot).
   [[nodiscard]] std::uint32_t in_use() const noexcept;
 
  private:
   rte_mempool* pool_ = nullptr;
+};
+
+// The pooled records a shard ran in one burst, given back to the pool together when the burst ends
+// (one ring operation per burst rather than per record: the pool's ring is shared with every
+// posting thread, and each operation on it moves its cache lines between cores). Holds up to
+// kCapacity; a record beyond that gives the held ones back at once. Until a flush the held records
+// count as taken (PostedCallPool::in_use), so a poster may meet an empty pool for that long and
+// wait for its shard instead (engine.h, "Posted calls": the hand-off).
+// Thread contract: the owning shard's thread only. Never blocks, never allocates.
+class FinishedCalls {
+ public:
+  static constexpr std::size_t kCapacity = 32;
+
+  void add(PostedCall& call) noexcept {
+    if (count_ == held_.size()) flush();
+    held_[count_++] = &call;
+  }
+  // Gives every held record back to its pool (all come from the engine's one pool).
+  void flush() noexcept;
+
+ private:
+  std::array<PostedCall*, kCapacity> held_{};
+  std::size_t count_ = 0;
 };
 
 }  // namespace fastcm::shards

@@ -154,6 +154,7 @@ void Shard::handle_all(std::span<void* const> items) noexcept {
 void Shard::flush_burst() noexcept {
   sends_.flush();
   wakeups_.flush();
+  finished_calls_.flush();
   env_.pool.return_spare_kept();
 }
 
@@ -246,7 +247,7 @@ void Shard::handle(InboxItem item) noexcept {
       set_and_wake(cmd.done);  // `cmd` may be gone from here on
       break;
     }
-    case InboxItem::Kind::posted: item.posted().run(protocol_); break;  // `run` completes the record
+    case InboxItem::Kind::posted: item.posted().run(protocol_, finished_calls_); break;  // `run` completes the record
     case InboxItem::Kind::destroy: {
       const std::uint32_t slot = item.slot();
       const PendingDestroy pending = pending_destroys_[slot];

@@ -209,6 +209,7 @@ class Shard final : private engine::Outbox {
   engine::Protocol protocol_;
   SendBatch sends_;  // after protocol_, which it counts into
   QueueWakeups wakeups_;  // the event queues this burst pushed to
+  FinishedCalls finished_calls_;  // the pooled posted calls this burst ran
   ShardInbox inbox_;
   std::optional<SpareEndpoints> spares_;  // with posted calls (workers threading) only
   std::vector<PortPoller*> ports_;  // the ports this shard's worker polls (workers threading)

@@ -442,7 +442,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     if (!shard->attached(id)) return Status::stale_id;
     if (shards::PostedCall* record = posted_calls_->take()) {
       if (const Status s = prepare(*record); s != Status::ok) {
-        posted_calls_->give_back(*record);
+        posted_calls_->give_back(std::span(&record, 1));
         return s;
       }
       shard->post_call(*record);

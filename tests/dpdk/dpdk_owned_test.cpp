@@ -16,6 +16,7 @@
 
 #include "mempool/mad_mempool.h"
 #include "runtime/dpdk_runtime.h"
+#include "shards/posted_call.h"
 
 namespace {
 
@@ -216,6 +217,41 @@ TEST(AccountedMadPool, AnUnusedKeptCreditServesTheNextMadUntilTheBurstEnds) {
   for (int i = 0; i < 13; ++i) accounts.give(fastcm::mempool::MadAccounts::tag(0, MadAccount::kept));
   fastcm::engine::release(*pool, kept);  // the kept MAD's credit comes back with the buffer
   EXPECT_EQ(kept_now(), 0u);
+}
+
+// A shard gives the posted-call records it ran back at its burst's end, together: until then they
+// count as taken and no poster gets them; a record beyond the batch's room gives the held ones
+// back first.
+TEST(FinishedCalls, HoldTheBurstsRecordsUntilTheFlushGivesThemBackTogether) {
+  using fastcm::shards::FinishedCalls;
+  using fastcm::shards::PostedCall;
+  constexpr std::uint32_t kRecords = FinishedCalls::kCapacity + 2;
+  fastcm::shards::PostedCallPool pool("finished_calls", kRecords);
+  std::vector<PostedCall*> taken;
+  while (PostedCall* record = pool.take()) taken.push_back(record);
+  ASSERT_EQ(taken.size(), kRecords);
+
+  FinishedCalls finished;
+  finished.add(*taken[0]);
+  finished.add(*taken[1]);
+  EXPECT_EQ(pool.in_use(), kRecords);  // held, not yet free
+  EXPECT_EQ(pool.take(), nullptr);
+  finished.flush();
+  EXPECT_EQ(pool.in_use(), kRecords - 2);
+  finished.flush();  // nothing held: nothing given twice
+  EXPECT_EQ(pool.in_use(), kRecords - 2);
+
+  taken[0] = pool.take();
+  taken[1] = pool.take();
+  ASSERT_NE(taken[1], nullptr);
+  for (PostedCall* record : taken) finished.add(*record);  // the 33rd add gives the first 32 back
+  EXPECT_EQ(pool.in_use(), 2u);
+  finished.flush();
+  EXPECT_EQ(pool.in_use(), 0u);
+  std::vector<PostedCall*> again;
+  while (PostedCall* record = pool.take()) again.push_back(record);
+  EXPECT_EQ(again.size(), kRecords);  // every record came back exactly once
+  pool.give_back(again);
 }
 
 TEST(MadMempool, RegisteredThreadsGetAndPutConcurrently) {
