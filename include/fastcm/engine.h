@@ -22,7 +22,8 @@
 //   that REJ). What the shard refuses (invalid_state, no_resources, a field out of range) arrives
 //   as an EventType::call_failed event (CallFailed: the call and the status it would have
 //   returned) on the endpoint's delivery, unless the endpoint was destroyed meanwhile (no event
-//   follows a destroy). When posted_calls calls are queued already, a call waits for its shard
+//   follows a destroy). When posted_calls calls are queued already (a call's room comes back when
+//   the shard has run it, at the end of the shard's burst of work), a call waits for its shard
 //   instead ("hand-off"), with the same outcome: ok returned, a refusal as the event; from another
 //   shard's callback, where it cannot wait, it returns would_deadlock. create_id outside a
 //   callback takes one of the idle endpoints each shard keeps spare (up to 256, counted in
