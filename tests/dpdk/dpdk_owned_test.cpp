@@ -1,5 +1,6 @@
-// Engine-owned EAL (DpdkRuntime::start_owned) and MadMempool on it. EAL initialises once per
-// process, so main() starts the runtime before the tests and records what the start did.
+// Engine-owned EAL (DpdkRuntime::start_owned) and the rte_mempools on it: MadMempool, and the
+// PostedCallPool a shard returns its finished posted calls to. EAL initialises once per process,
+// so main() starts the runtime before the tests and records what the start did.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <rte_lcore.h>
