@@ -95,14 +95,20 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
     return;
   }
 
-  // A new REQ from a QP the peer still uses in a connection with us: the peer lost that
-  // connection. Reject the new one as stale and tear the old one down (12.9.8.3.2), also when the
-  // old one is already in time-wait.
-  if (const std::optional<Id> old = env_.remote_qpns.find({req.local_qpn, req.local_ca_guid})) {
+  // A REQ from a remote QP that one of the engine's endpoints is connected to (RemoteQpns). If the
+  // endpoint is another shard's, that shard judges the REQ: a REQ is handled by the shard it
+  // arrives at, so a copy that reached another port than its first copy comes here while the
+  // endpoint and its duplicate entry are there. If it is ours, the peer lost that connection:
+  // reject the new one as stale and tear the old one down (12.9.8.3.2), also when the old one is
+  // already in time-wait.
+  const auto judge_elsewhere_or_stale = [&](Id old) {
+    if (pass_req(buf, old)) return;
     reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
                    mad::RejReason::stale_conn, {});
-    env_.outbox.notify_stale(*old, buf);
-    return;
+    env_.outbox.notify_stale(old, buf);
+  };
+  if (const std::optional<Id> old = env_.remote_qpns.find({req.local_qpn, req.local_ca_guid})) {
+    return judge_elsewhere_or_stale(*old);
   }
 
   const Listen* listen = env_.listens.match(req.service_id, local_port.port_num);
@@ -132,14 +138,30 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
     apply_backlog_policy(buf, hdr, req, *listen, DropReason::backlog_full);
     return;
   }
-  Cep* cep = allocate_endpoint();
-  if (cep == nullptr) {
+  const auto unreserve = [&] {
     unadmit();
     env_.listens.release_backlog(listen->id);
+  };
+  // A table holds twice its even share (EndpointBudget): when the REQs of many peers arrive at
+  // one port, its shard fills first and the other shards take the rest.
+  if (table_.full() && pass_req(buf, std::nullopt)) return unreserve();
+  Cep* cep = allocate_endpoint();
+  if (cep == nullptr) {
+    unreserve();
     drop(port_index, DropReason::no_resources);
     reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
                    mad::RejReason::no_resources, {});
     return;
+  }
+  // Claimed before anything can be seen of the endpoint: a copy of this REQ, or another REQ from
+  // its QP, that another shard handled since the check above has claimed the QP first. That shard
+  // judges this one (its owner, as above), and this endpoint never was.
+  cep->remote_ca_guid = req.local_ca_guid;
+  cep->remote_qpn = req.local_qpn;
+  if (const std::optional<Id> first = claim_remote_qpn(*cep)) {
+    free_endpoint(*cep);
+    unreserve();
+    return judge_elsewhere_or_stale(*first);
   }
   attach(*cep, listen->params.delivery, nullptr);
   cep->backlog = listen->id;
@@ -148,8 +170,6 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   cep->unanswering_source = admission.unanswering;
   cep->port_index = port_index;
   cep->remote_comm_id = req.local_comm_id;
-  cep->remote_ca_guid = req.local_ca_guid;
-  cep->remote_qpn = req.local_qpn;
   cep->peer_known = true;
   cep->remote_qkey = req.local_q_key;
   cep->service_id = req.service_id;
@@ -167,8 +187,6 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   cep->transaction_id = hdr.transaction_id;
   cep->state = CepState::req_rcvd;
   dup_reqs_.insert(*cep);
-  // Cannot collide: REQs from one remote QP all reach this shard, and the check above found none.
-  (void)claim_remote_qpn(*cep);
   keep_received(*cep, buf);
   if (env_.config.auto_mra_fraction > 0) {
     arm_timer(*cep, CepTimer::auto_mra,

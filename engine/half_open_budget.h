@@ -19,8 +19,8 @@
 // that never answers are bounded by the REQs it sends (plus the retries of the handshakes it held
 // before its standing fell), not multiplied by the REQ's retry count.
 //
-// REQs of one source reach different shards (they are routed by the CA GUID and QPN they name),
-// so the count is engine-wide. It is touched twice per handshake (admit, settle), never per MAD.
+// REQs of one source reach different shards (each is handled by the shard of the port it arrives
+// at, or the one its CA GUID and QPN hash to), so the count is engine-wide. It is touched twice per handshake (admit, settle), never per MAD.
 // The implementation lives with the engine's other shared state (shards/half_open_table.h).
 #pragma once
 

@@ -3,6 +3,8 @@
 // on its thread).
 #pragma once
 
+#include <optional>
+
 #include "engine/mad/mad_header.h"
 #include "engine/mad_buf.h"
 #include "fastcm/engine.h"
@@ -52,6 +54,17 @@ class Outbox {
   // the claim and disconnects it (Protocol::on_stale(cause)). Takes a reference on `cause` while
   // the owner has not run it. Never fails: the owner runs it at once or later.
   virtual void notify_stale(Id stale, MadBuf& cause) noexcept = 0;
+
+  // Hands the REQ on_mad is handling (`req`, its MAD) to another shard, which handles it from the
+  // start instead: the shard of `owner` (the endpoint RemoteQpns records for the REQ's remote QP:
+  // it holds the REQ's duplicate entry if it is a copy, and judges it stale if not), or, without
+  // one (this shard's table is full), one of the other shards, by the REQ's hash. Returns false,
+  // taking nothing, when the owner is this shard, or without an owner when there is no other shard
+  // or the REQ was passed on for a full table already: the caller handles the REQ itself. Otherwise the
+  // caller leaves `req` as it is (keeps no reference, emits nothing for it): the reference on_mad's
+  // caller holds travels with it once on_mad returns. A REQ the other shard has no inbox room for
+  // is dropped and counted inbox_full (the peer retries). Returns true at most once per on_mad.
+  [[nodiscard]] virtual bool pass_on(MadBuf& req, std::optional<Id> owner) noexcept = 0;
 
   // Runs `on_destroyed(ctx)` once no thread can still be inside a callback or poll for the endpoint
   // the application just destroyed: at once when one thread drives every shard, else after every

@@ -462,6 +462,12 @@ void Protocol::release_remote_qpn(Cep& cep) noexcept {
   cep.in_qpn_index = false;
 }
 
+bool Protocol::pass_req(MadBuf& req, std::optional<Id> owner) noexcept {
+  if (!env_.outbox.pass_on(req, owner)) return false;
+  --message_counters(req.packet.addr.port_index, mad::AttrId::req).received;
+  return true;
+}
+
 void Protocol::attach(Cep& cep, const Delivery& delivery, void* context) noexcept {
   cep.delivery = delivery;
   cep.context = context;

@@ -270,6 +270,8 @@ class Protocol {
   // before when that is another endpoint's (the new connection is stale), else nullopt.
   std::optional<Id> claim_remote_qpn(Cep& cep) noexcept;
   void release_remote_qpn(Cep& cep) noexcept;
+  // Outbox::pass_on for the REQ being handled, whose receipt the shard it goes to counts instead.
+  bool pass_req(MadBuf& req, std::optional<Id> owner) noexcept;
   // Hands a new endpoint to the application with `delivery` and `context`.
   void attach(Cep& cep, const Delivery& delivery, void* context) noexcept;
   // The endpoint a REJ rejects: named by our comm ID, or by the REQ's key for a REJ "timeout".

@@ -2,10 +2,12 @@
 // IBTA 12.9.8.3.2 (a REQ or REP from a remote QP we still consider connected means the peer lost
 // that connection).
 //
-// The passive side's REQs from one remote QP all land on one shard (REQs route by remote CA GUID and QPN), but an
-// active side's REP arrives on the shard of the endpoint that sent the REQ, and the connection it
-// collides with may live on any shard. Entries are written at most once per connection (when it
-// is accepted or its REP arrives) and erased when the endpoint is freed: never per MAD.
+// A REQ is handled by the shard that received it, and an active side's REP by the shard of the
+// endpoint that sent the REQ, so the connection either collides with may live on any shard. The
+// passive side claims a REQ's remote QP before its endpoint is seen, so the record also tells a
+// shard that a copy of the REQ arriving at another port belongs to another shard's endpoint
+// (Outbox::pass_on). Entries are written at most once per connection (when its REQ is accepted or
+// its REP arrives) and erased when the endpoint is freed: never per MAD.
 #pragma once
 
 #include <cstdint>

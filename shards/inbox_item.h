@@ -6,6 +6,9 @@
 //              owns one reference)
 //   mad_chain  a MAD no single shard can be named for (RoutingKey::any_shard): offered to shard 0,
 //              then passed along until a shard claims it; the last one handles it regardless
+//   mad_overflow
+//              a REQ another shard passed on because its endpoint table was full (Outbox::pass_on
+//              without an owner): handled as a mad item, but never passed on for that reason again
 //   command    a Command on an API thread's stack; that thread waits for its `done`
 //   posted     a PostedCall (posted_call.h): pooled, or on its waiting poster's stack
 //   destroy    the slot of an endpoint another thread detached; the on_destroyed call waits in the
@@ -29,10 +32,20 @@ class PostedCall;
 
 class InboxItem {
  public:
-  enum class Kind : std::uintptr_t { mad = 0, mad_chain = 1, command = 2, destroy = 3, stale = 4, posted = 5 };
+  enum class Kind : std::uintptr_t {
+    mad = 0,
+    mad_chain = 1,
+    command = 2,
+    destroy = 3,
+    stale = 4,
+    posted = 5,
+    mad_overflow = 6
+  };
 
-  [[nodiscard]] static InboxItem mad(engine::MadBuf& mad, bool chain) noexcept {
-    return tagged(&mad, chain ? Kind::mad_chain : Kind::mad);
+  // `kind`: mad, mad_chain or mad_overflow.
+  [[nodiscard]] static InboxItem mad(engine::MadBuf& mad, Kind kind) noexcept {
+    assert(carries_mad(kind) && kind != Kind::stale);
+    return tagged(&mad, kind);
   }
   [[nodiscard]] static InboxItem command(Command& cmd) noexcept { return tagged(&cmd, Kind::command); }
   [[nodiscard]] static InboxItem destroy(std::uint32_t slot) noexcept {
@@ -48,10 +61,10 @@ class InboxItem {
   // The item as the inbox carries it.
   [[nodiscard]] void* word() const noexcept { return reinterpret_cast<void*>(word_); }
   [[nodiscard]] Kind kind() const noexcept { return static_cast<Kind>(word_ & kTagMask); }
-  // The MAD of a mad, mad_chain or stale item (each owns one reference); nullptr for the others.
+  // The MAD of a mad, mad_chain, mad_overflow or stale item (each owns one reference); nullptr for
+  // the others.
   [[nodiscard]] engine::MadBuf* mad() const noexcept {
-    const Kind k = kind();
-    return k == Kind::mad || k == Kind::mad_chain || k == Kind::stale ? pointer<engine::MadBuf>() : nullptr;
+    return carries_mad(kind()) ? pointer<engine::MadBuf>() : nullptr;
   }
   // The Command of a command item.
   [[nodiscard]] Command& command() const noexcept {
@@ -76,6 +89,9 @@ class InboxItem {
   static constexpr std::uintptr_t kTagMask = (std::uintptr_t{1} << kTagBits) - 1;
 
   explicit InboxItem(std::uintptr_t word) noexcept : word_(word) {}
+  [[nodiscard]] static constexpr bool carries_mad(Kind k) noexcept {
+    return k == Kind::mad || k == Kind::mad_chain || k == Kind::mad_overflow || k == Kind::stale;
+  }
   template <typename T>
   [[nodiscard]] static InboxItem tagged(T* p, Kind kind) noexcept {
     const auto address = reinterpret_cast<std::uintptr_t>(p);

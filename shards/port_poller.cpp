@@ -4,17 +4,6 @@
 
 namespace fastcm::shards {
 
-namespace {
-
-// Fibonacci hashing of a request's origin: a retransmitted REQ and a stale REQ reusing the same
-// remote QP hash alike, so duplicate and stale detection stay inside one shard.
-std::uint32_t spread(std::uint64_t origin, std::uint32_t id, std::uint32_t shards) noexcept {
-  const std::uint64_t mixed = (origin ^ (std::uint64_t{id} << 24 | id)) * 0x9E3779B97F4A7C15ull;
-  return static_cast<std::uint32_t>(((mixed >> 32) * shards) >> 32);
-}
-
-}  // namespace
-
 PortPoller::PortPoller(Fabric& fabric, std::uint16_t port_index, engine::MadPool& pool, ShardSet& shards,
                        engine::CidLayout layout) noexcept
     : fabric_(fabric), port_index_(port_index), pool_(pool), shards_(shards), layout_(layout) {}
@@ -40,7 +29,14 @@ std::uint32_t PortPoller::shard_for(const engine::RoutingKey& key) const noexcep
       return shard < shards ? shard : shard % shards;
     }
     case engine::RoutingKey::Kind::remote_qp:
-    case engine::RoutingKey::Kind::sidr_request: return spread(key.origin, key.id, shards);
+      // Where every shard's worker polls a port, the worker that received a REQ makes its endpoint,
+      // whose later MADs then arrive where it lives; duplicate and stale checks stay exact across
+      // shards (Protocol::on_req passes a REQ whose remote QP another shard's endpoint holds to
+      // that shard). With more shards than ports, REQs spread by hash instead, so that the shards
+      // whose workers poll no port take their share of the passive side.
+      if (shards <= fabric_.ports().size()) break;
+      [[fallthrough]];
+    case engine::RoutingKey::Kind::sidr_request: return ShardSet::hashed(key.origin, key.id, shards);
     case engine::RoutingKey::Kind::any_shard: return 0;  // the chain starts at shard 0 (shard.h)
     case engine::RoutingKey::Kind::unrouted: break;
   }
@@ -66,7 +62,7 @@ std::size_t PortPoller::poll_once(Shard* local) noexcept {
     const std::uint32_t shard = shard_for(key);
     if (key.kind == engine::RoutingKey::Kind::any_shard) {
       engine::MadBuf* one[] = {buf};
-      if (shards_.shard(shard).post_mads(one, true) == 0) {
+      if (shards_.shard(shard).post_mads(one, InboxItem::Kind::mad_chain) == 0) {
         inbox_full_.fetch_add(1, std::memory_order_relaxed);
         engine::release(pool_, buf);
       }
@@ -78,7 +74,7 @@ std::size_t PortPoller::poll_once(Shard* local) noexcept {
   for (std::uint32_t s = 0; s < shards; ++s) {
     if (counts[s] == 0 || s == here) continue;
     const std::span<engine::MadBuf* const> burst(by_shard[s].data(), counts[s]);
-    const std::size_t posted = shards_.shard(s).post_mads(burst, false);
+    const std::size_t posted = shards_.shard(s).post_mads(burst, InboxItem::Kind::mad);
     for (std::size_t i = posted; i < burst.size(); ++i) engine::release(pool_, burst[i]);
     if (posted < burst.size()) inbox_full_.fetch_add(burst.size() - posted, std::memory_order_relaxed);
     if (local != nullptr) forwarded_.fetch_add(posted, std::memory_order_relaxed);

@@ -59,7 +59,7 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
       snapshot_(env.fabric.ports().size()),
       pending_destroys_(env.endpoints),
       mad_credits_(env.config.shard_inbox),
-      unkept_drops_(std::make_unique<std::atomic<std::uint64_t>[]>(env.fabric.ports().size())) {
+      port_drops_(std::make_unique<PortDrops[]>(env.fabric.ports().size())) {
   if (posted_calls(env.config) > 0) spares_.emplace();
 }
 
@@ -142,7 +142,7 @@ void Shard::handle_all(std::span<void* const> items) noexcept {
       [&](std::size_t i) {
         const InboxItem item = InboxItem::from_word(items[i]);
         // Posted MADs hold inbox credits (post_mads); stale notices do not.
-        if (item.kind() == InboxItem::Kind::mad || item.kind() == InboxItem::Kind::mad_chain) ++mads;
+        if (item.mad() != nullptr && item.kind() != InboxItem::Kind::stale) ++mads;
         handle(item);
       });
   // Per burst: the answers go out and the events' consumers wake while the next burst is handled,
@@ -240,6 +240,7 @@ void Shard::handle(InboxItem item) noexcept {
       kind == InboxItem::Kind::command || kind == InboxItem::Kind::posted || kind == InboxItem::Kind::destroy;
   switch (kind) {
     case InboxItem::Kind::mad: deliver(item.mad()); break;
+    case InboxItem::Kind::mad_overflow: deliver(item.mad(), true); break;
     case InboxItem::Kind::mad_chain: handle_chain(item.mad()); break;
     case InboxItem::Kind::command: {
       Command& cmd = item.command();
@@ -270,20 +271,34 @@ void Shard::handle_chain(engine::MadBuf* mad) noexcept {
   const std::uint32_t next = env_.index + 1;
   if (next < set_.shard_count() && !protocol_.holds_rejected_req(*mad)) {
     engine::MadBuf* one[] = {mad};
-    if (set_.shard(next).post_mads(one, true) == 1) return;
+    if (set_.shard(next).post_mads(one, InboxItem::Kind::mad_chain) == 1) return;
   }
   deliver(mad);
 }
 
-void Shard::deliver(engine::MadBuf* mad) noexcept {
+void Shard::deliver(engine::MadBuf* mad, bool overflow) noexcept {
   if (!env_.pool.reserve_kept()) {
     const std::uint16_t port = mad->packet.addr.port_index;
-    if (port < env_.fabric.ports().size()) unkept_drops_[port].fetch_add(1, std::memory_order_relaxed);
+    if (port < env_.fabric.ports().size()) port_drops_[port].unkept.fetch_add(1, std::memory_order_relaxed);
     engine::release(env_.pool, mad);
     return;
   }
   // Our reference tells afterwards whether anyone else holds the MAD.
+  delivering_overflow_ = overflow;
   protocol_.on_mad(*mad);
+  if (passing_ == mad) {  // kept by nobody: it goes on with our reference (Outbox::pass_on)
+    passing_ = nullptr;
+    env_.pool.cancel_kept();
+    engine::MadBuf* one[] = {mad};
+    if (set_.shard(passing_to_).post_mads(one, passing_as_) == 1) {
+      if (!set_.caller_driven()) passed_on_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    const std::uint16_t port = mad->packet.addr.port_index;
+    if (port < env_.fabric.ports().size()) port_drops_[port].unpassed.fetch_add(1, std::memory_order_relaxed);
+    engine::release(env_.pool, mad);
+    return;
+  }
   // Acquire: pairs with the acq_rel decrement of a holder on another thread that let go already
   // (an event polled and released), so a count of 1 means nobody else holds it.
   if (mad->refs.load(std::memory_order_acquire) > 1) {
@@ -296,7 +311,7 @@ void Shard::deliver(engine::MadBuf* mad) noexcept {
 
 // ---- any thread --------------------------------------------------------------------------------
 
-std::size_t Shard::post_mads(std::span<engine::MadBuf* const> mads, bool chain) noexcept {
+std::size_t Shard::post_mads(std::span<engine::MadBuf* const> mads, InboxItem::Kind kind) noexcept {
   const auto want = static_cast<std::int64_t>(mads.size());
   const std::int64_t had = mad_credits_.fetch_sub(want, std::memory_order_relaxed);
   const std::int64_t granted = std::clamp<std::int64_t>(had, 0, want);
@@ -304,7 +319,7 @@ std::size_t Shard::post_mads(std::span<engine::MadBuf* const> mads, bool chain) 
   std::size_t posted = 0;
   for (std::size_t i = 0; i < static_cast<std::size_t>(granted);) {
     const std::size_t n = std::min<std::size_t>(kBurst, static_cast<std::size_t>(granted) - i);
-    for (std::size_t k = 0; k < n; ++k) items[k] = InboxItem::mad(*mads[i + k], chain).word();
+    for (std::size_t k = 0; k < n; ++k) items[k] = InboxItem::mad(*mads[i + k], kind).word();
     const std::size_t taken = inbox_.enqueue_burst(std::span<void* const>(items.data(), n));
     posted += taken;
     i += n;
@@ -373,7 +388,8 @@ void Shard::counters(std::span<PortCounters> out) const noexcept {
   }
   const std::size_t ports = std::min(out.size(), env_.fabric.ports().size());
   for (std::size_t p = 0; p < ports; ++p) {
-    out[p].drops[static_cast<std::size_t>(DropReason::no_resources)] += unkept_drops_[p].load(std::memory_order_relaxed);
+    out[p].drops[static_cast<std::size_t>(DropReason::no_resources)] += port_drops_[p].unkept.load(std::memory_order_relaxed);
+    out[p].drops[static_cast<std::size_t>(DropReason::inbox_full)] += port_drops_[p].unpassed.load(std::memory_order_relaxed);
   }
 }
 
@@ -403,6 +419,26 @@ void Shard::notify_stale(Id stale, engine::MadBuf& cause) noexcept {
   } else {
     set_.shard(owner).post_stale(cause);
   }
+}
+
+bool Shard::pass_on(engine::MadBuf& req, std::optional<Id> owner) noexcept {
+  const std::uint32_t shards = set_.shard_count();
+  std::uint32_t to = 0;
+  if (owner) {
+    to = env_.layout.shard_of(owner->comm_id());
+    if (to == env_.index || to >= shards) return false;
+  } else {
+    // Once only, so two full tables never pass a REQ back and forth: the second one rejects it.
+    if (delivering_overflow_ || shards == 1) return false;
+    // One of the other shards, by the REQ's hash, so that what one table cannot hold spreads evenly.
+    const engine::RoutingKey key = engine::routing_key(mad::ConstMadSpan(req.packet.mad), req.packet.addr);
+    to = ShardSet::hashed(key.origin, key.id, shards - 1);
+    to += to >= env_.index ? 1 : 0;
+  }
+  passing_ = &req;
+  passing_to_ = to;
+  passing_as_ = owner ? InboxItem::Kind::mad : InboxItem::Kind::mad_overflow;
+  return true;
 }
 
 void Shard::retire(Engine::DestroyedFn on_destroyed, void* ctx) noexcept {

@@ -133,9 +133,10 @@ class Shard final : private engine::Outbox {
   }
 
   // ---- any thread ----------------------------------------------------------------------------
-  // Queues received MADs (with RoutingKey::any_shard when `chain`); returns how many were taken.
-  // The rest stay the caller's (counted inbox_full by the poller).
-  std::size_t post_mads(std::span<engine::MadBuf* const> mads, bool chain) noexcept;
+  // Queues received MADs as inbox items of `kind` (mad, mad_chain for RoutingKey::any_shard, or
+  // mad_overflow: inbox_item.h); returns how many were taken. The rest stay the caller's (counted
+  // inbox_full by the poller).
+  std::size_t post_mads(std::span<engine::MadBuf* const> mads, InboxItem::Kind kind) noexcept;
   // Runs `cmd` on the shard and returns once it ran. Never call from a shard thread.
   void post_command(Command& cmd) noexcept;
   // Queues `call` for the shard, which runs it and completes it (posted_call.h); a stack record
@@ -165,6 +166,9 @@ class Shard final : private engine::Outbox {
   [[nodiscard]] static bool on_worker_thread() noexcept;
 
   [[nodiscard]] std::uint32_t index() const noexcept { return env_.index; }
+  // REQs this shard's thread passed on to another shard's inbox (Outbox::pass_on) in workers
+  // threading: crossings beside its ports' forwarded MADs. Any thread (a statistic).
+  [[nodiscard]] std::uint64_t passed_on() const noexcept { return passed_on_.load(std::memory_order_relaxed); }
   // The last published counters (any thread), or the live ones on the owning thread.
   void counters(std::span<PortCounters> out) const noexcept;
 
@@ -180,14 +184,17 @@ class Shard final : private engine::Outbox {
   bool enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, engine::MadBuf* mad) noexcept override;
   [[nodiscard]] bool queue_full(const EventQueue& queue) const noexcept override;
   void notify_stale(Id stale, engine::MadBuf& cause) noexcept override;
+  [[nodiscard]] bool pass_on(engine::MadBuf& req, std::optional<Id> owner) noexcept override;
   void retire(Engine::DestroyedFn on_destroyed, void* ctx) noexcept override;
 
   void handle(InboxItem item) noexcept;
   void handle_chain(engine::MadBuf* mad) noexcept;
   // Hands a received MAD to the protocol with a kept credit reserved for it, so that whatever keeps
   // it afterwards (the endpoint, an event, the application) stays within the handshake part; with
-  // no credit left it is dropped (counted no_resources; the peer retries).
-  void deliver(engine::MadBuf* mad) noexcept;
+  // no credit left it is dropped (counted no_resources; the peer retries). A REQ the protocol
+  // passed on goes to its shard with this reference (counted forwarded, or inbox_full).
+  // `overflow`: the MAD came as a mad_overflow item (inbox_item.h).
+  void deliver(engine::MadBuf* mad, bool overflow = false) noexcept;
   // Posts a control item (never a MAD), yielding while the inbox is full: control items are
   // bounded by the endpoints and waiting callers, and the shard drains without waiting on anyone.
   void post_control(InboxItem item) noexcept;
@@ -219,9 +226,22 @@ class Shard final : private engine::Outbox {
   // MADs the inbox may hold: pollers take credits before posting, the shard returns them per
   // batch, so commands and destroys always find room. Relaxed: the ring orders the items.
   std::atomic<std::int64_t> mad_credits_;
-  // Per port: MADs dropped with no kept credit left (added to no_resources by counters()). Written
-  // by the shard's thread, read by any (a statistic: relaxed).
-  std::unique_ptr<std::atomic<std::uint64_t>[]> unkept_drops_;
+  // Per port, MADs the shard itself dropped: with no kept credit left (added to no_resources by
+  // counters()), and REQs passed on (pass_on) that their shard's inbox had no room for (added to
+  // inbox_full). Written by the shard's thread, read by any (relaxed: statistics).
+  struct PortDrops {
+    std::atomic<std::uint64_t> unkept{0};
+    std::atomic<std::uint64_t> unpassed{0};
+  };
+  std::unique_ptr<PortDrops[]> port_drops_;
+  // See passed_on(). Written by the shard's thread, read by any (relaxed: a statistic).
+  std::atomic<std::uint64_t> passed_on_{0};
+  // The MAD on_mad is handling came as a mad_overflow item; the REQ it passed on, if any, the
+  // shard it goes to and as what. The shard's thread only.
+  bool delivering_overflow_ = false;
+  engine::MadBuf* passing_ = nullptr;
+  std::uint32_t passing_to_ = 0;
+  InboxItem::Kind passing_as_ = InboxItem::Kind::mad;
   bool stopping_ = false;  // set by stop()'s command: the shard's thread only
   bool in_batch_ = false;  // run_batch() is running: the shard's thread only
   // An API call (a command, posted call or destroy) came through the inbox since the worker last
@@ -240,6 +260,12 @@ class ShardSet {
   // and MADs of no routing key from it go there (PortPoller::shard_for), so those never cross.
   [[nodiscard]] std::uint32_t port_shard(std::uint16_t port_index) const noexcept {
     return port_index % shard_count();
+  }
+  // Which of `choices` shards a request's origin and ID (RoutingKey) hash to: a retransmission
+  // hashes alike, and requests of many peers spread evenly. Fibonacci hashing of the mixed key.
+  [[nodiscard]] static std::uint32_t hashed(std::uint64_t origin, std::uint32_t id, std::uint32_t choices) noexcept {
+    const std::uint64_t mixed = (origin ^ (std::uint64_t{id} << 24 | id)) * 0x9E3779B97F4A7C15ull;
+    return static_cast<std::uint32_t>(((mixed >> 32) * choices) >> 32);
   }
 };
 

@@ -337,7 +337,8 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     for (std::uint32_t s = 0; s < shards_.size(); ++s) {
       out.shards[s] = ShardLevels{.inbox = shards_[s]->inbox_level(),
                                   .mad_sent = accounts_->level(s, engine::MadAccount::sent),
-                                  .mad_kept = accounts_->level(s, engine::MadAccount::kept)};
+                                  .mad_kept = accounts_->level(s, engine::MadAccount::kept),
+                                  .forwarded = shards_[s]->passed_on()};
     }
     // A port's MADs are forwarded by the worker that polls it (the constructor's assignment).
     for (std::size_t p = 0; p < pollers_.size(); ++p) out.shards[p % shards_.size()].forwarded += pollers_[p]->forwarded();

@@ -90,8 +90,9 @@ struct ShardLevels {
   Level mad_sent;
   Level mad_kept;
   // MADs this shard's worker received on its ports for another shard and posted to that shard's
-  // inbox since the engine started: the received MADs that crossed threads (0 with
-  // Threading::caller, where one thread runs every shard).
+  // inbox since the engine started, and REQs it passed to the shard whose endpoint their remote QP
+  // is connected to (a copy of a REQ that reached another port, say): the received MADs that
+  // crossed threads (0 with Threading::caller, where one thread runs every shard).
   std::uint64_t forwarded = 0;
 };
 

@@ -2,7 +2,11 @@
 //
 // The engine runs EngineConfig::shards protocol shards: each owns the endpoints whose
 // IDs carry its shard bits, its timers and its indexes; received MADs are routed to their shard by
-// their routing key. Two ways to run them (EngineConfig::threading):
+// their routing key. A REQ's passive endpoint is made by the shard whose worker received the REQ
+// (where every worker polls a port; else by the shard its remote CA GUID and QPN hash to), so the
+// MADs that follow it arrive where it lives; a REQ from a remote QP that another shard's endpoint
+// is connected to (a copy that reached another port, a stale REQ) goes to that shard, so duplicate
+// and stale detection see every shard. Two ways to run them (EngineConfig::threading):
 //
 // - Threading::workers: one worker thread per shard, started by create() and joined by the
 //   destructor; port p is polled by the worker of shard p mod shards, which handles its own

@@ -17,12 +17,15 @@ struct alignas(64) Mads {
 
 TEST(InboxItem, AMadComesBackAsTheSameMadOfItsKind) {
   Mads mads;
-  const InboxItem plain = InboxItem::from_word(InboxItem::mad(mads.first, false).word());
+  const InboxItem plain = InboxItem::from_word(InboxItem::mad(mads.first, InboxItem::Kind::mad).word());
   EXPECT_EQ(plain.kind(), InboxItem::Kind::mad);
   EXPECT_EQ(plain.mad(), &mads.first);
-  const InboxItem chain = InboxItem::from_word(InboxItem::mad(mads.second, true).word());
+  const InboxItem chain = InboxItem::from_word(InboxItem::mad(mads.second, InboxItem::Kind::mad_chain).word());
   EXPECT_EQ(chain.kind(), InboxItem::Kind::mad_chain);
   EXPECT_EQ(chain.mad(), &mads.second);
+  const InboxItem overflow = InboxItem::from_word(InboxItem::mad(mads.first, InboxItem::Kind::mad_overflow).word());
+  EXPECT_EQ(overflow.kind(), InboxItem::Kind::mad_overflow);
+  EXPECT_EQ(overflow.mad(), &mads.first);
   const InboxItem stale = InboxItem::from_word(InboxItem::stale(mads.second).word());
   EXPECT_EQ(stale.kind(), InboxItem::Kind::stale);
   EXPECT_EQ(stale.mad(), &mads.second);

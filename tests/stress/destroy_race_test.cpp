@@ -83,13 +83,8 @@ TEST(DestroyRace, FromAnotherThreadWhileTheCallbackRuns) {
         Status::ok);
     probe.id.store(id.raw, std::memory_order_release);
     const Tag tag = make_tag(kReqMagic, conn, client_qpn(conn));
-    ReqParams req;
-    req.service_id = kMainService;
-    req.primary = cluster.path(client_port_of(conn), server_port_of(conn));
-    req.qpn = client_qpn(conn);
-    req.remote_cm_response_timeout = kPatientCmResponseTimeout;
-    req.local_cm_response_timeout = kPatientCmResponseTimeout;
-    req.max_cm_retries = kMaxCmRetries;
+    ReqParams req =
+        patient_req(kMainService, cluster.path(client_port_of(conn), server_port_of(conn)), client_qpn(conn));
     req.private_data = tag;
     ASSERT_EQ(cluster.client().send_req(id, req), Status::ok);
 

@@ -1,6 +1,7 @@
-// Endpoint placement (Engine::create_id_for_port): an active endpoint made for a port lives on the
+// Endpoint placement. An active endpoint made for a port (Engine::create_id_for_port) lives on the
 // shard whose worker polls that port, so the server's answers to it are handled by the thread that
-// receives them; a port the fabric lacks is refused.
+// receives them; a port the fabric lacks is refused. A passive endpoint lives on the shard whose
+// worker received its REQ, unless that shard's table is full.
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -28,15 +29,15 @@ std::uint64_t forwarded(const Engine& engine) {
   return sum;
 }
 
-// Answers the queues' events (server: REQ -> REP, client: REP -> RTU) until each of `connections`
-// handshakes ended: established (the server's rtu_received) or failed (a REJ or a retry timeout on
-// either side). Returns the failed ones; all of them as failed on the guard's deadline.
+// Answers the queues' events (server: REQ -> REP from QP `server_qpn`, counting up, client: REP ->
+// RTU) until each of `connections` handshakes ended: established (the server's rtu_received) or
+// failed (a REJ or a retry timeout on either side). Returns the failed ones; all of them as failed
+// on the guard's deadline.
 std::uint32_t drive(Engine& server, EventQueue& server_queue, Engine& client, EventQueue& client_queue,
-                    std::uint32_t connections) {
+                    std::uint32_t connections, Qpn& server_qpn) {
   const auto deadline = SteadyTime::now() + kGuard;
   std::uint32_t established = 0;
   std::uint32_t failed = 0;
-  std::uint32_t reps = 0;
   std::array<Event, 16> events;
   while (established + failed < connections) {
     if (SteadyTime::now() > deadline) return connections;
@@ -44,7 +45,7 @@ std::uint32_t drive(Engine& server, EventQueue& server_queue, Engine& client, Ev
     for (std::size_t i = 0, n = server.poll(server_queue, events); i < n; ++i, idle = false) {
       if (events[i].type == EventType::req_received) {
         RepParams rep;
-        rep.qpn = 0x200 + reps++;  // one remote QP per connection, or the client sees a stale one
+        rep.qpn = server_qpn++;  // one remote QP per connection, or the client sees a stale one
         // invalid_state once the REQ timed out meanwhile: its rep_error or REJ ends it below.
         (void)server.send_rep(events[i].id, rep);
       } else if (events[i].type == EventType::rtu_received) {
@@ -71,59 +72,95 @@ std::uint32_t drive(Engine& server, EventQueue& server_queue, Engine& client, Ev
   return failed;
 }
 
-// Connects kPerPort endpoints from every client port, each made by `create(delivery, port, id)`,
-// and returns how many MADs the client's workers passed to another shard meanwhile.
-std::uint64_t client_crossings(const std::function<Status(Engine&, const Delivery&, std::uint8_t, Id&)>& create) {
+// MADs the client's and the server's workers passed to another shard.
+struct Crossings {
+  std::uint64_t client = 0;
+  std::uint64_t server = 0;
+};
+
+// Connects kPerPort endpoints from every client port to the same server port, each made by
+// `create(delivery, port, id)`, and returns the crossings meanwhile.
+Crossings crossings(const std::function<Status(Engine&, const Delivery&, std::uint8_t, Id&)>& create) {
   StressCluster cluster(engine_config(kPorts), engine_config(kPorts));
   EXPECT_TRUE(cluster.ready());
-  if (!cluster.ready()) return 0;
+  if (!cluster.ready()) return {};
   Engine& server = cluster.server();
   Engine& client = cluster.client();
-  EventQueue* server_queue = server.create_event_queue(kPerPort * kPorts * 4);
-  EventQueue* client_queue = client.create_event_queue(kPerPort * kPorts * 4);
-  EXPECT_NE(server_queue, nullptr);
-  EXPECT_NE(client_queue, nullptr);
-  ListenParams listen;
-  listen.service_id = kService;
-  listen.delivery = Delivery{.queue = server_queue};
-  Id listen_id;
-  EXPECT_EQ(server.listen(listen, listen_id), Status::ok);
-  const std::uint64_t before = forwarded(client);
+  const ListeningQueues queues = listening_queues(cluster, kService, kPerPort * kPorts * 4);
+  EXPECT_NE(queues.server, nullptr);
+  if (queues.server == nullptr) return {};
+  const Crossings before{.client = forwarded(client), .server = forwarded(server)};
   std::uint32_t qpn = 0x100;
   for (std::uint8_t p = 0; p < kPorts; ++p) {
     for (std::uint32_t c = 0; c < kPerPort; ++c) {
-      ReqParams req;
-      req.service_id = kService;
-      req.primary = cluster.path(p, p);
-      req.qpn = qpn++;
-      req.remote_cm_response_timeout = kPatientCmResponseTimeout;
-      req.local_cm_response_timeout = kPatientCmResponseTimeout;
-      req.max_cm_retries = kMaxCmRetries;
+      const ReqParams req = patient_req(kService, cluster.path(p, p), qpn++);
       Id id;
-      EXPECT_EQ(create(client, Delivery{.queue = client_queue}, req.primary.port, id), Status::ok);
+      EXPECT_EQ(create(client, Delivery{.queue = queues.client}, req.primary.port, id), Status::ok);
       EXPECT_EQ(client.send_req(id, req), Status::ok);
     }
   }
-  EXPECT_EQ(drive(server, *server_queue, client, *client_queue, kPerPort * kPorts), 0u) << "handshakes failed";
-  const std::uint64_t crossings = forwarded(client) - before;
+  Qpn server_qpn = 0x200;
+  EXPECT_EQ(drive(server, *queues.server, client, *queues.client, kPerPort * kPorts, server_qpn), 0u)
+      << "handshakes failed";
+  const Crossings seen{.client = forwarded(client) - before.client, .server = forwarded(server) - before.server};
   EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
-  return crossings;
+  return seen;
+}
+
+Status create_for_port(Engine& e, const Delivery& d, std::uint8_t port, Id& id) {
+  return e.create_id_for_port(d, nullptr, port, id);
 }
 
 TEST(Placement, EndpointsMadeForTheirPortGetTheirAnswersWithoutCrossingShards) {
-  const std::uint64_t crossings = client_crossings([](Engine& e, const Delivery& d, std::uint8_t port, Id& id) {
-    return e.create_id_for_port(d, nullptr, port, id);
-  });
-  EXPECT_EQ(crossings, 0u);
+  EXPECT_EQ(crossings(create_for_port).client, 0u);
+}
+
+// The passive side: the worker that receives a REQ makes its endpoint, so the RTU that follows
+// arrives where it lives, and nothing crosses.
+TEST(Placement, PassiveEndpointsLiveOnTheShardOfThePortTheirReqArrivedAt) {
+  EXPECT_EQ(crossings(create_for_port).server, 0u);
 }
 
 // The same connections from endpoints spread round-robin: three in four live on another shard
 // than the port their REP arrives on, and each such REP crosses (what the test above rules out).
 TEST(Placement, EndpointsSpreadRoundRobinCrossForMostAnswers) {
-  const std::uint64_t crossings = client_crossings([](Engine& e, const Delivery& d, std::uint8_t, Id& id) {
+  const Crossings seen = crossings([](Engine& e, const Delivery& d, std::uint8_t, Id& id) {
     return e.create_id(d, nullptr, id);
   });
-  EXPECT_GE(crossings, kPerPort * kPorts / 2);
+  EXPECT_GE(seen.client, kPerPort * kPorts / 2);
+}
+
+// Every REQ arrives at one server port, whose shard holds twice its even share of the endpoints:
+// past that, the shards the REQs hash to take them, and every connection is made.
+TEST(Placement, ReqsBeyondTheTableOfTheirArrivalShardGoToOtherShards) {
+  constexpr std::uint32_t kEndpoints = 8192;  // 4 tables of 4096, the smallest a table gets
+  constexpr std::uint32_t kConnections = 6144;
+  constexpr std::uint32_t kWave = 512;
+  EngineConfig config = engine_config(kPorts);
+  config.max_endpoints = kEndpoints;
+  config.mad_buffers = 4 * kEndpoints;  // the client keeps each connection's RTU
+  config.half_open_per_source = kWave;
+  StressCluster cluster(config, config);
+  ASSERT_TRUE(cluster.ready());
+  Engine& server = cluster.server();
+  Engine& client = cluster.client();
+  const ListeningQueues queues = listening_queues(cluster, kService, kWave * 4);
+  ASSERT_NE(queues.server, nullptr);
+  Qpn qpn = 0x100;
+  Qpn server_qpn = 0x10'0000;
+  for (std::uint32_t made = 0; made < kConnections; made += kWave) {
+    for (std::uint32_t c = 0; c < kWave; ++c) {
+      Id id;
+      ASSERT_EQ(client.create_id(Delivery{.queue = queues.client}, nullptr, id), Status::ok);
+      ASSERT_EQ(client.send_req(id, patient_req(kService, cluster.path(0, 0), qpn++)), Status::ok);
+    }
+    ASSERT_EQ(drive(server, *queues.server, client, *queues.client, kWave, server_qpn), 0u)
+        << "handshakes failed after " << made;
+  }
+  EngineLevels levels;
+  server.levels(levels);
+  EXPECT_EQ(levels.endpoints.now, kConnections);
+  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
 }
 
 TEST(Placement, APortTheFabricLacksIsInvalid) {

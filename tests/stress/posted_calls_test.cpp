@@ -112,30 +112,17 @@ TEST(PostedCalls, ARejectThenDestroyFromOneThreadSendsThatReject) {
   ASSERT_TRUE(cluster.ready());
   Engine& server = cluster.server();
   Engine& client = cluster.client();
-  EventQueue* server_queue = server.create_event_queue(64);
-  EventQueue* client_queue = client.create_event_queue(64);
-  ASSERT_NE(server_queue, nullptr);
-  ASSERT_NE(client_queue, nullptr);
-  ListenParams listen;
-  listen.service_id = kService;
-  listen.delivery = Delivery{.queue = server_queue};
-  Id listen_id;
-  ASSERT_EQ(server.listen(listen, listen_id), Status::ok);
+  const ListeningQueues queues = listening_queues(cluster, kService, 64);
+  ASSERT_NE(queues.server, nullptr);
 
   constexpr std::uint32_t kConnections = 8;
   for (std::uint32_t c = 0; c < kConnections; ++c) {
     Id active;
-    ASSERT_EQ(client.create_id(Delivery{.queue = client_queue}, nullptr, active), Status::ok);
-    ReqParams req;
-    req.service_id = kService;
-    req.primary = cluster.path(c % kPorts, c % kPorts);
-    req.qpn = 0x100 + c;
-    req.remote_cm_response_timeout = kPatientCmResponseTimeout;
-    req.local_cm_response_timeout = kPatientCmResponseTimeout;
-    req.max_cm_retries = kMaxCmRetries;
-    ASSERT_EQ(client.send_req(active, req), Status::ok);
+    ASSERT_EQ(client.create_id(Delivery{.queue = queues.client}, nullptr, active), Status::ok);
+    ASSERT_EQ(client.send_req(active, patient_req(kService, cluster.path(c % kPorts, c % kPorts), 0x100 + c)),
+              Status::ok);
 
-    const std::optional<Seen> req_seen = next_event(server, *server_queue, deadline);
+    const std::optional<Seen> req_seen = next_event(server, *queues.server, deadline);
     ASSERT_TRUE(req_seen.has_value());
     ASSERT_EQ(req_seen->event.type, EventType::req_received);
     // The REJ is posted and the destroy detaches at once, yet the shard runs the REJ first: the
@@ -147,7 +134,7 @@ TEST(PostedCalls, ARejectThenDestroyFromOneThreadSendsThatReject) {
     ASSERT_EQ(server.send_rej(req_seen->event.id, rej), Status::ok);
     ASSERT_EQ(server.destroy(req_seen->event.id), Status::ok);
 
-    const std::optional<Seen> rej_seen = next_event(client, *client_queue, deadline);
+    const std::optional<Seen> rej_seen = next_event(client, *queues.client, deadline);
     ASSERT_TRUE(rej_seen.has_value());
     ASSERT_EQ(rej_seen->event.type, EventType::rej_received);
     EXPECT_EQ(std::get<RejReceived>(rej_seen->event.params).reason,
@@ -157,7 +144,7 @@ TEST(PostedCalls, ARejectThenDestroyFromOneThreadSendsThatReject) {
     ASSERT_EQ(client.destroy_sync(active), Status::ok);
   }
   // The destroyed endpoints report nothing, their REJs succeeded anyway.
-  EXPECT_TRUE(stays_empty(server, *server_queue));
+  EXPECT_TRUE(stays_empty(server, *queues.server));
   EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
 }
 

@@ -116,6 +116,19 @@ inline constexpr std::chrono::seconds kGuard{60};
   return p;
 }
 
+// A REQ to `service` along `path` from QP `qpn`, with the patient timeouts of tests that need each
+// handshake to succeed.
+[[nodiscard]] inline ReqParams patient_req(std::uint64_t service, const Path& path, Qpn qpn) {
+  ReqParams req;
+  req.service_id = service;
+  req.primary = path;
+  req.qpn = qpn;
+  req.remote_cm_response_timeout = kPatientCmResponseTimeout;
+  req.local_cm_response_timeout = kPatientCmResponseTimeout;
+  req.max_cm_retries = kMaxCmRetries;
+  return req;
+}
+
 // Fabric, clock and the two engines. Faults are installed before the engines start (set_fault
 // must not race a sender). Members are destroyed in reverse: the engines (joining their threads)
 // before the fabric and the clock they borrow. Tests end with stop_engines(), which fails instead
@@ -178,5 +191,24 @@ class StressCluster {
   std::unique_ptr<Engine> client_;
   bool leaked_ = false;  // an engine outlived stop_engines: world_ must outlive its threads
 };
+
+// An event queue of `capacity` on each engine of `cluster`, and a listen on `service` whose events
+// go to the server's; both null when an engine refused one of them.
+struct ListeningQueues {
+  EventQueue* server = nullptr;
+  EventQueue* client = nullptr;
+};
+[[nodiscard]] inline ListeningQueues listening_queues(StressCluster& cluster, std::uint64_t service,
+                                                      std::uint32_t capacity) {
+  const ListeningQueues queues{.server = cluster.server().create_event_queue(capacity),
+                               .client = cluster.client().create_event_queue(capacity)};
+  if (queues.server == nullptr || queues.client == nullptr) return {};
+  ListenParams listen;
+  listen.service_id = service;
+  listen.delivery = Delivery{.queue = queues.server};
+  Id listen_id;
+  if (cluster.server().listen(listen, listen_id) != Status::ok) return {};
+  return queues;
+}
 
 }  // namespace fastcm::stress
