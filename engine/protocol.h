@@ -92,13 +92,14 @@ class Protocol {
   // A spare endpoint (shards/spare_endpoints.h): an idle endpoint created ahead of any create_id,
   // attached, whose delivery discards everything until adopt_spare() gives it the application's.
   // Nothing can happen to it before then: no peer knows its comm ID.
-  Status create_spare(Id& out) noexcept;
-  // Hands spare `id` to the application. The one exception to the thread contract: called by the
+  // `slot`: its slot in the table, which adopt_spare takes instead of decoding the Id.
+  Status create_spare(Id& out, std::uint32_t& slot) noexcept;
+  // Hands spare `id`, at `slot` (create_spare's), to the application. The one exception to the thread contract: called by the
   // thread that took `id` from the spare endpoints, on another thread than the shard's, before it
   // tells anyone the Id. The shard never touches a spare's delivery and context meanwhile, and
   // whatever makes the Id reach the shard again (the shard inbox's ring, or the application's own
   // hand-over to a callback running there) orders these writes before the shard's reads.
-  void adopt_spare(Id id, const Delivery& delivery, void* context) noexcept;
+  void adopt_spare(std::uint32_t slot, const Delivery& delivery, void* context) noexcept;
   Status set_context(Id id, void* context) noexcept;
   Status send_req(Id id, const ReqParams& p) noexcept;
   Status send_rep(Id id, const RepParams& p) noexcept;

@@ -95,7 +95,10 @@ std::size_t Shard::run_batch() noexcept {
     work += n;
   }
   work += protocol_.on_timers();
-  if (spares_) work += spares_->top_up([this](Id& id) noexcept { return protocol_.create_spare(id); });
+  if (spares_) {
+    work += spares_->top_up(
+        [this](SpareEndpoints::Spare& spare) noexcept { return protocol_.create_spare(spare.id, spare.slot); });
+  }
   flush_burst();
   in_batch_ = false;
   // Nothing of the listen snapshot (or any retired object) is held past this point.
@@ -355,13 +358,11 @@ Status Shard::post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) n
   return Status::ok;
 }
 
-bool Shard::take_spare(const Delivery& delivery, void* context, Id& out) noexcept {
-  if (!spares_) return false;
-  const std::optional<Id> spare = spares_->take();
-  if (!spare) return false;
-  protocol_.adopt_spare(*spare, delivery, context);
-  out = *spare;
-  return true;
+std::optional<SpareEndpoints::Spare> Shard::take_spare(const Delivery& delivery, void* context) noexcept {
+  if (!spares_) return std::nullopt;
+  const std::optional<SpareEndpoints::Spare> spare = spares_->take();
+  if (spare) protocol_.adopt_spare(spare->slot, delivery, context);
+  return spare;
 }
 
 void Shard::post_stale(engine::MadBuf& cause) noexcept {

@@ -152,9 +152,9 @@ class Shard final : private engine::Outbox {
   // attached(id) where `slot` is known to be the slot `id` names (an event's, MpscEventQueue).
   [[nodiscard]] bool attached(Id id, std::uint32_t slot) const noexcept { return protocol_.table().attached(id, slot); }
   // create_id without the shard (EngineConfig::posted_calls; spare_endpoints.h): takes one of the
-  // shard's spare endpoints, gives it `delivery` and `context` and names it in `out`; false (and
-  // `out` untouched) when the shard keeps none or has none left. Never blocks.
-  [[nodiscard]] bool take_spare(const Delivery& delivery, void* context, Id& out) noexcept;
+  // shard's spare endpoints and gives it `delivery` and `context`; nullopt when the shard keeps
+  // none or has none left. Never blocks.
+  [[nodiscard]] std::optional<SpareEndpoints::Spare> take_spare(const Delivery& delivery, void* context) noexcept;
   // Spare endpoints waiting for a create_id (a snapshot).
   [[nodiscard]] std::uint32_t spare_endpoints() const noexcept { return spares_ ? spares_->count() : 0; }
   // Asks the shard to judge `cause` and disconnect the endpoint it finds stale (see

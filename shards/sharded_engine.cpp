@@ -27,6 +27,7 @@
 #include "shards/mpsc_event_queue.h"
 #include "shards/port_poller.h"
 #include "shards/posted_call.h"
+#include "shards/recent_slots.h"
 #include "shards/remote_qpn_registry.h"
 #include "shards/shard.h"
 #include "shards/wait_word.h"
@@ -299,6 +300,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
         const Shard* shard = shard_of(event.id);
         if (shard != nullptr && shard->attached(event.id, popped[i].slot)) {
           events[kept++] = event;
+          shards::RecentSlots::remember(serial_, event.id, popped[i].slot);
         } else {
           release(event);
         }
@@ -402,13 +404,20 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   Status create_endpoint(const Delivery& delivery, void* context, std::optional<std::uint32_t> home, Id& out) {
     if (!delivery.valid()) return Status::invalid_argument;
     const auto create = [&](engine::Protocol& p) { return p.create_id(delivery, context, out); };
+    const auto take_spare = [&](Shard& shard) {
+      const std::optional<shards::SpareEndpoints::Spare> spare = shard.take_spare(delivery, context);
+      if (!spare) return false;
+      shards::RecentSlots::remember(serial_, spare->id, spare->slot);  // its send_req comes next
+      out = spare->id;
+      return true;
+    };
     if (Shard::on_worker_thread()) {
       // From a callback: inline on the home shard when the callback runs there, else one of its
       // spares; failing both, on the callback's own shard (a callback cannot wait for another).
       if (home) {
         Shard& h = *shards_[*home];
         if (h.owned_by_caller()) return run_on(h, create);
-        if (h.take_spare(delivery, context, out)) return Status::ok;
+        if (take_spare(h)) return Status::ok;
       }
       for (auto& s : shards_) {
         if (s->owned_by_caller()) return run_on(*s, create);
@@ -421,12 +430,12 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     const std::uint32_t first = home ? *home : next_shard_.fetch_add(1, std::memory_order_relaxed);
     const auto nth = [&](std::uint32_t i) -> Shard& { return *shards_[(first + i) % shards_.size()]; };
     for (std::uint32_t i = 0; i < shards_.size(); ++i) {
-      if (nth(i).take_spare(delivery, context, out)) return Status::ok;
+      if (take_spare(nth(i))) return Status::ok;
     }
     Status status = Status::no_resources;
     for (std::uint32_t i = 0; i < shards_.size() && status == Status::no_resources; ++i) {
       status = run_on(nth(i), create);
-      if (status == Status::no_resources && nth(i).take_spare(delivery, context, out)) return Status::ok;
+      if (status == Status::no_resources && take_spare(nth(i))) return Status::ok;
     }
     return status;
   }
@@ -440,7 +449,8 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     Shard* shard = engine::is_listen_id(id) ? nullptr : shard_of(id);
     if (shard == nullptr) return Status::stale_id;
     if (!posted_calls_ || shard->owned_by_caller()) return run_on(*shard, std::forward<Run>(run));
-    if (!shard->attached(id)) return Status::stale_id;
+    const std::optional<std::uint32_t> slot = shards::RecentSlots::recall(serial_, id);
+    if (!(slot ? shard->attached(id, *slot) : shard->attached(id))) return Status::stale_id;
     if (shards::PostedCall* record = posted_calls_->take()) {
       if (const Status s = prepare(*record); s != Status::ok) {
         posted_calls_->give_back(std::span(&record, 1));
@@ -515,6 +525,8 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
   std::vector<std::unique_ptr<shards::PortPoller>> pollers_;
   std::vector<std::thread> threads_;
   std::atomic<std::uint32_t> next_shard_{0};
+  // This engine's key in the threads' RecentSlots.
+  const std::uint32_t serial_ = shards::RecentSlots::new_engine_serial();
   mutable std::mutex queues_lock_;  // create_event_queue and levels
   std::deque<std::unique_ptr<shards::MpscEventQueue>> queues_;
 };

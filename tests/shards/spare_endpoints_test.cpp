@@ -1,7 +1,8 @@
 // SpareEndpoints against its contract (shards/spare_endpoints.h): top_up fills to the target and
 // refills only below the low mark, a spent budget leaves it short, every Id made is taken exactly
-// once, and takers on several threads while the shard refills each get what the shard set up for
-// their Id (under ThreadSanitizer this checks the cell's release/acquire publication).
+// once with its slot, and takers on several threads while the shard refills each get what the
+// shard set up for their Id, slot included (under ThreadSanitizer this checks the cell's
+// release/acquire publication).
 #include "shards/spare_endpoints.h"
 
 #include <gtest/gtest.h>
@@ -21,20 +22,22 @@ namespace {
 constexpr std::uint32_t kTarget = SpareEndpoints::kTarget;
 constexpr std::uint32_t kLow = SpareEndpoints::kLow;
 
-// Makes Ids 1, 2, 3... (as comm IDs, generation 1) until `budget` of them are made.
+// Makes Ids 1, 2, 3... (as comm IDs, generation 1), each at slot 7 times its comm ID, until
+// `budget` of them are made.
 struct Maker {
   std::uint32_t budget = UINT32_MAX;
   std::uint32_t made = 0;
-  Status operator()(Id& id) noexcept {
+  Status operator()(SpareEndpoints::Spare& spare) noexcept {
     if (made == budget) return Status::no_resources;
-    id = Id::make(++made, 1);
+    ++made;
+    spare = {.id = Id::make(made, 1), .slot = made * 7};
     return Status::ok;
   }
 };
 
 std::vector<Id> take_all(SpareEndpoints& spares) {
   std::vector<Id> taken;
-  while (const std::optional<Id> id = spares.take()) taken.push_back(*id);
+  while (const std::optional<SpareEndpoints::Spare> spare = spares.take()) taken.push_back(spare->id);
   return taken;
 }
 
@@ -63,9 +66,10 @@ TEST(SpareEndpoints, EveryIdMadeIsTakenOnceThenNone) {
   for (int round = 0; round < 10; ++round) {
     spares.top_up(make);
     for (std::uint32_t i = 0; i < kTarget / 3 + 7; ++i) {
-      const std::optional<Id> id = spares.take();
-      ASSERT_TRUE(id);
-      EXPECT_TRUE(taken.insert(*id).second) << "taken twice: " << id->comm_id();
+      const std::optional<SpareEndpoints::Spare> spare = spares.take();
+      ASSERT_TRUE(spare);
+      EXPECT_TRUE(taken.insert(spare->id).second) << "taken twice: " << spare->id.comm_id();
+      EXPECT_EQ(spare->slot, spare->id.comm_id() * 7) << "another spare's slot";
     }
   }
   for (const Id id : take_all(spares)) EXPECT_TRUE(taken.insert(id).second) << "taken twice: " << id.comm_id();
@@ -97,11 +101,11 @@ TEST(SpareEndpoints, TakersOnOtherThreadsGetEachIdOnceWithWhatTheShardSetUp) {
 
   std::thread shard([&] {
     std::uint32_t made = 0;
-    const auto make = [&](Id& id) noexcept {
+    const auto make = [&](SpareEndpoints::Spare& spare) noexcept {
       if (made == kIds) return Status::no_resources;
       ++made;
       setup[made] = made * 3 + 1;
-      id = Id::make(made, 1);
+      spare = {.id = Id::make(made, 1), .slot = made * 5};
       return Status::ok;
     };
     while (made < kIds) {
@@ -119,14 +123,15 @@ TEST(SpareEndpoints, TakersOnOtherThreadsGetEachIdOnceWithWhatTheShardSetUp) {
     takers.emplace_back([&, t] {
       for (;;) {
         const bool done = shard_done.load(std::memory_order_acquire);
-        const std::optional<Id> id = spares.take();
-        if (!id) {
+        const std::optional<SpareEndpoints::Spare> spare = spares.take();
+        if (!spare) {
           if (done) return;  // the shard made its last before `done`, and none is left
           std::this_thread::yield();
           continue;
         }
-        if (setup[id->comm_id()] != id->comm_id() * 3 + 1) ++wrong_setup[t];
-        taken[t].push_back(*id);
+        const std::uint32_t comm_id = spare->id.comm_id();
+        if (setup[comm_id] != comm_id * 3 + 1 || spare->slot != comm_id * 5) ++wrong_setup[t];
+        taken[t].push_back(spare->id);
       }
     });
   }
