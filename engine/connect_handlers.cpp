@@ -142,9 +142,10 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
     unadmit();
     env_.listens.release_backlog(listen->id);
   };
-  // A table holds twice its even share (EndpointBudget): when the REQs of many peers arrive at
-  // one port, its shard fills first and the other shards take the rest.
-  if (table_.full() && pass_req(buf, std::nullopt)) return unreserve();
+  // A shard holds twice its even share of the endpoints (EndpointBudget) and an even share of the
+  // MAD buffers (EngineConfig::mad_buffers): when the REQs of many peers arrive at one port, its
+  // shard runs out of room first, and the other shards take the rest.
+  if ((table_.full() || !env_.pool.room_for_handshake()) && pass_req(buf, std::nullopt)) return unreserve();
   Cep* cep = allocate_endpoint();
   if (cep == nullptr) {
     unreserve();

@@ -2,8 +2,8 @@
 // same bounded count serves the MAD accounts (mempool/mad_accounts.h).
 //
 // Each shard's table has room for more than its even share, so that endpoints spread unevenly
-// across shards (REQs arrive unevenly at ports; a full table passes its REQs to the shards they
-// hash to) still find a slot; this budget keeps the total at the configured bound, exactly as one
+// across shards (REQs arrive unevenly at ports; a full table passes its REQs to other shards)
+// still find a slot; this budget keeps the total at the configured bound, exactly as one
 // table would. It is touched twice per endpoint (allocate, free), never per MAD.
 // Thread contract: any thread.
 #pragma once

@@ -7,8 +7,9 @@
 //   mad_chain  a MAD no single shard can be named for (RoutingKey::any_shard): offered to shard 0,
 //              then passed along until a shard claims it; the last one handles it regardless
 //   mad_overflow
-//              a REQ another shard passed on because its endpoint table was full (Outbox::pass_on
-//              without an owner): handled as a mad item, but never passed on for that reason again
+//              a REQ another shard passed on because it had no room for a new handshake
+//              (Outbox::pass_on without an owner): handled as a mad item, but never passed on for
+//              that reason again
 //   command    a Command on an API thread's stack; that thread waits for its `done`
 //   posted     a PostedCall (posted_call.h): pooled, or on its waiting poster's stack
 //   destroy    the slot of an endpoint another thread detached; the on_destroyed call waits in the

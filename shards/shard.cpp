@@ -429,7 +429,7 @@ bool Shard::pass_on(engine::MadBuf& req, std::optional<Id> owner) noexcept {
     to = env_.layout.shard_of(owner->comm_id());
     if (to == env_.index || to >= shards) return false;
   } else {
-    // Once only, so two full tables never pass a REQ back and forth: the second one rejects it.
+    // Once only, so two full shards never pass a REQ back and forth: the second one rejects it.
     if (delivering_overflow_ || shards == 1) return false;
     // One of the other shards, by the REQ's hash, so that what one table cannot hold spreads evenly.
     const engine::RoutingKey key = engine::routing_key(mad::ConstMadSpan(req.packet.mad), req.packet.addr);

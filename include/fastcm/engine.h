@@ -141,8 +141,9 @@ struct EngineConfig {
   // for receiving bursts, shard_inbox per shard for MADs on their way), which nothing the protocol keeps
   // can take, so receiving never starves; and the answer reserve (33 per shard: a batch's sends)
   // for answers kept only until sent (REJ, DREP, ... to MADs of no endpoint). When a shard's sent
-  // half is full, or its kept half is within 1/8 of full, new handshakes are refused (a REQ gets
-  // REJ "no resources" from the answer reserve, counted DropReason::no_resources); a received MAD
+  // half is full, or its kept half is within 1/8 of full, it takes no new handshake: a REQ that
+  // arrives there goes once to another shard, and where that one has no room either it gets
+  // REJ "no resources" from the answer reserve (counted DropReason::no_resources); a received MAD
   // finding no kept credit at all is dropped before handling (counted no_resources; the peer
   // retries).
   std::uint32_t mad_buffers = 1u << 14;

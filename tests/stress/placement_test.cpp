@@ -163,6 +163,46 @@ TEST(Placement, ReqsBeyondTheTableOfTheirArrivalShardGoToOtherShards) {
   EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
 }
 
+// Every REQ arrives at one server port, and the server holds them all unanswered: each keeps a MAD
+// buffer, and the arrival shard's share of them runs out first (a quarter of mad_buffers). The
+// other shards take the rest, and every REQ reaches the application.
+TEST(Placement, ReqsBeyondTheMadShareOfTheirArrivalShardGoToOtherShards) {
+  constexpr std::uint32_t kReqs = 1000;  // beyond one shard's ~450 handshakes, within four's
+  EngineConfig config = engine_config(kPorts);
+  config.mad_buffers = 4096;  // 1024 per shard: 512 kept, refused at 1/8 short of that
+  StressCluster cluster(config, config);
+  ASSERT_TRUE(cluster.ready());
+  Engine& server = cluster.server();
+  Engine& client = cluster.client();
+  const ListeningQueues queues = listening_queues(cluster, kService, 2 * kReqs);
+  ASSERT_NE(queues.server, nullptr);
+  for (std::uint32_t c = 0; c < kReqs; ++c) {
+    Id id;
+    ASSERT_EQ(client.create_id(Delivery{.queue = queues.client}, nullptr, id), Status::ok);
+    ASSERT_EQ(client.send_req(id, patient_req(kService, cluster.path(0, 0), 0x100 + c)), Status::ok);
+  }
+  const auto deadline = SteadyTime::now() + kGuard;
+  std::uint32_t received = 0;
+  std::uint32_t rejected = 0;
+  std::array<Event, 64> events;
+  while (received + rejected < kReqs && SteadyTime::now() < deadline) {
+    for (std::size_t i = 0, n = server.poll(*queues.server, events); i < n; ++i) {
+      if (events[i].type == EventType::req_received) ++received;
+      server.release(events[i]);
+    }
+    for (std::size_t i = 0, n = client.poll(*queues.client, events); i < n; ++i) {
+      if (events[i].type == EventType::rej_received) ++rejected;
+      client.release(events[i]);
+    }
+    pollfd fds[] = {{.fd = queues.server->event_fd(), .events = POLLIN, .revents = 0},
+                    {.fd = queues.client->event_fd(), .events = POLLIN, .revents = 0}};
+    (void)::poll(fds, 2, 5);
+  }
+  EXPECT_EQ(received, kReqs);
+  EXPECT_EQ(rejected, 0u);
+  EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
+}
+
 TEST(Placement, APortTheFabricLacksIsInvalid) {
   StressCluster cluster(engine_config(2), engine_config(2));
   ASSERT_TRUE(cluster.ready());
