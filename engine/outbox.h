@@ -58,12 +58,13 @@ class Outbox {
   // Hands the REQ on_mad is handling (`req`, its MAD) to another shard, which handles it from the
   // start instead: the shard of `owner` (the endpoint RemoteQpns records for the REQ's remote QP:
   // it holds the REQ's duplicate entry if it is a copy, and judges it stale if not), or, without
-  // one (this shard has no room for a new handshake), one of the other shards, by the REQ's hash. Returns false,
-  // taking nothing, when the owner is this shard, or without an owner when there is no other shard
-  // or the REQ was passed on for want of room already: the caller handles the REQ itself. Otherwise the
-  // caller leaves `req` as it is (keeps no reference, emits nothing for it): the reference on_mad's
-  // caller holds travels with it once on_mad returns. A REQ the other shard has no inbox room for
-  // is dropped and counted inbox_full (the peer retries). Returns true at most once per on_mad.
+  // one (this shard has no room for a new handshake), one of the other shards, by the REQ's hash.
+  // Returns false, taking nothing, when the owner is this shard, or without an owner when there is
+  // no other shard or the REQ was passed on for want of room already: the caller handles the REQ
+  // itself. Otherwise the caller leaves `req` as it is (keeps no reference, emits nothing for it):
+  // the reference on_mad's caller holds travels with it once on_mad returns. A REQ the other
+  // shard has no inbox room for is dropped and counted inbox_full (the peer retries). Returns true
+  // at most once per on_mad.
   [[nodiscard]] virtual bool pass_on(MadBuf& req, std::optional<Id> owner) noexcept = 0;
 
   // Runs `on_destroyed(ctx)` once no thread can still be inside a callback or poll for the endpoint

@@ -280,35 +280,34 @@ void Shard::handle_chain(engine::MadBuf* mad) noexcept {
 }
 
 void Shard::deliver(engine::MadBuf* mad, bool overflow) noexcept {
-  if (!env_.pool.reserve_kept()) {
-    const std::uint16_t port = mad->packet.addr.port_index;
-    if (port < env_.fabric.ports().size()) port_drops_[port].unkept.fetch_add(1, std::memory_order_relaxed);
-    engine::release(env_.pool, mad);
-    return;
-  }
-  // Our reference tells afterwards whether anyone else holds the MAD.
+  if (!env_.pool.reserve_kept()) return drop_unhandled(mad, &PortDrops::unkept);
   delivering_overflow_ = overflow;
   protocol_.on_mad(*mad);
-  if (passing_ == mad) {  // kept by nobody: it goes on with our reference (Outbox::pass_on)
-    passing_ = nullptr;
-    env_.pool.cancel_kept();
-    engine::MadBuf* one[] = {mad};
-    if (set_.shard(passing_to_).post_mads(one, passing_as_) == 1) {
-      if (!set_.caller_driven()) passed_on_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    const std::uint16_t port = mad->packet.addr.port_index;
-    if (port < env_.fabric.ports().size()) port_drops_[port].unpassed.fetch_add(1, std::memory_order_relaxed);
-    engine::release(env_.pool, mad);
-    return;
-  }
-  // Acquire: pairs with the acq_rel decrement of a holder on another thread that let go already
+  if (passing_ == mad) return hand_on(mad);
+  // Our reference tells whether anyone else holds the MAD now. Acquire: pairs with the acq_rel decrement of a holder on another thread that let go already
   // (an event polled and released), so a count of 1 means nobody else holds it.
   if (mad->refs.load(std::memory_order_acquire) > 1) {
     env_.pool.charge_kept(*mad);  // before our release: the last holder's put reads it
   } else {
     env_.pool.cancel_kept();
   }
+  engine::release(env_.pool, mad);
+}
+
+void Shard::hand_on(engine::MadBuf* req) noexcept {
+  passing_ = nullptr;
+  env_.pool.cancel_kept();  // nobody here kept it
+  engine::MadBuf* one[] = {req};
+  if (set_.shard(passing_to_).post_mads(one, passing_as_) == 1) {
+    if (!set_.caller_driven()) passed_on_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  drop_unhandled(req, &PortDrops::unpassed);
+}
+
+void Shard::drop_unhandled(engine::MadBuf* mad, std::atomic<std::uint64_t> PortDrops::*count) noexcept {
+  const std::uint16_t port = mad->packet.addr.port_index;
+  if (port < env_.fabric.ports().size()) (port_drops_[port].*count).fetch_add(1, std::memory_order_relaxed);
   engine::release(env_.pool, mad);
 }
 

@@ -195,6 +195,17 @@ class Shard final : private engine::Outbox {
   // passed on goes to its shard with this reference (counted forwarded, or inbox_full).
   // `overflow`: the MAD came as a mad_overflow item (inbox_item.h).
   void deliver(engine::MadBuf* mad, bool overflow = false) noexcept;
+  // Per port, MADs the shard itself dropped: with no kept credit left (added to no_resources by
+  // counters()), and REQs passed on (pass_on) that their shard's inbox had no room for (added to
+  // inbox_full). Written by the shard's thread, read by any (relaxed: statistics).
+  struct PortDrops {
+    std::atomic<std::uint64_t> unkept{0};
+    std::atomic<std::uint64_t> unpassed{0};
+  };
+  // Sends the REQ on_mad passed on (Outbox::pass_on) to its shard with deliver()'s reference.
+  void hand_on(engine::MadBuf* req) noexcept;
+  // Releases a MAD the shard drops unhandled, counting it in its port's `count`.
+  void drop_unhandled(engine::MadBuf* mad, std::atomic<std::uint64_t> PortDrops::*count) noexcept;
   // Posts a control item (never a MAD), yielding while the inbox is full: control items are
   // bounded by the endpoints and waiting callers, and the shard drains without waiting on anyone.
   void post_control(InboxItem item) noexcept;
@@ -226,14 +237,7 @@ class Shard final : private engine::Outbox {
   // MADs the inbox may hold: pollers take credits before posting, the shard returns them per
   // batch, so commands and destroys always find room. Relaxed: the ring orders the items.
   std::atomic<std::int64_t> mad_credits_;
-  // Per port, MADs the shard itself dropped: with no kept credit left (added to no_resources by
-  // counters()), and REQs passed on (pass_on) that their shard's inbox had no room for (added to
-  // inbox_full). Written by the shard's thread, read by any (relaxed: statistics).
-  struct PortDrops {
-    std::atomic<std::uint64_t> unkept{0};
-    std::atomic<std::uint64_t> unpassed{0};
-  };
-  std::unique_ptr<PortDrops[]> port_drops_;
+  std::unique_ptr<PortDrops[]> port_drops_;  // per port (PortDrops)
   // See passed_on(). Written by the shard's thread, read by any (relaxed: a statistic).
   std::atomic<std::uint64_t> passed_on_{0};
   // The MAD on_mad is handling came as a mad_overflow item; the REQ it passed on, if any, the
