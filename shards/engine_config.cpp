@@ -63,7 +63,8 @@ constexpr std::uint64_t pool_capacity(std::uint64_t mad_buffers, std::uint64_t s
 static_assert(pool_capacity(kMaxMadBuffers, kMaxShards, kMaxShardInbox, kMaxPorts, true) < (std::uint64_t{1} << 31));
 
 // Slots per shard: small tables whole in every shard (any spread of REQs fits, as in one table),
-// large ones twice the even share (hashing spreads them); the budget keeps the total exact.
+// large ones twice the even share (REQs spread over the ports, or by hash, and a shard without
+// room passes its REQs on); the budget keeps the total exact.
 constexpr std::uint64_t table_size(std::uint64_t endpoints, std::uint64_t shards) {
   const std::uint64_t share = (endpoints + shards - 1) / shards;
   return std::min<std::uint64_t>(endpoints, std::max<std::uint64_t>(4096, 2 * share));
