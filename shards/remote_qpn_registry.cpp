@@ -2,10 +2,12 @@
 
 #include <array>
 #include <bit>
+#include <new>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "runtime/checked_capacity.h"
 
@@ -38,7 +40,8 @@ struct alignas(64) RemoteQpnChunk {
   std::array<std::atomic<std::uint64_t>, kSlotsPerChunk> guid{};
   std::array<std::atomic<std::uint64_t>, kSlotsPerChunk> owner{};
 };
-static_assert(sizeof(RemoteQpnChunk) == 128);
+static_assert(sizeof(RemoteQpnChunk) == sizeof(RemoteQpnChunkStorage));
+static_assert(alignof(RemoteQpnChunk) == alignof(RemoteQpnChunkStorage));
 
 }  // namespace detail
 
@@ -46,6 +49,7 @@ namespace {
 
 using detail::kSlotsPerChunk;
 using detail::RemoteQpnChunk;
+using detail::RemoteQpnChunkStorage;
 
 // Sizing: 4 entries per 5-slot chunk at capacity, so probe walks stay short up to it.
 constexpr std::uint32_t kEntriesPerChunk = 4;
@@ -145,9 +149,17 @@ RemoteQpnRegistry::RemoteQpnRegistry(std::uint32_t capacity)
       guid_seed_(random_seed()),
       // The high bit keeps the multiplier's QPN half from ever being zero.
       qpn_seed_(random_seed() | std::uint64_t{1} << 63),
-      chunks_(std::make_unique<RemoteQpnChunk[]>(chunk_count_)) {}
+      storage_(chunk_count_, engine::DemandZeroArray<RemoteQpnChunkStorage>::Pages::huge),
+      chunks_(construct_chunks(storage_)) {}
 
-RemoteQpnRegistry::~RemoteQpnRegistry() = default;
+RemoteQpnRegistry::~RemoteQpnRegistry() = default;  // chunks are trivially destructible
+
+RemoteQpnChunk* RemoteQpnRegistry::construct_chunks(engine::DemandZeroArray<RemoteQpnChunkStorage>& storage) noexcept {
+  static_assert(std::is_trivially_destructible_v<RemoteQpnChunk>);
+  // Value-initialized: every word 0, and every page touched now rather than by the first lookups.
+  for (std::size_t i = 0; i < storage.size(); ++i) new (&storage[i]) RemoteQpnChunk();
+  return std::launder(reinterpret_cast<RemoteQpnChunk*>(&storage[0]));
+}
 
 RemoteQpnRegistry::Home RemoteQpnRegistry::home_of(engine::RemoteQpnKey key) const noexcept {
   // One widening multiply of the two seeded halves, folded: the result depends on every key bit

@@ -62,10 +62,11 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 
+#include "engine/demand_zero_array.h"
 #include "engine/remote_qpns.h"
 #include "fastcm/id.h"
 
@@ -74,6 +75,9 @@ namespace fastcm::shards {
 namespace detail {
 inline constexpr std::uint32_t kSlotsPerChunk = 5;
 struct RemoteQpnChunk;  // remote_qpn_registry.cpp
+struct alignas(64) RemoteQpnChunkStorage {
+  std::byte bytes[128];  // sizeof(RemoteQpnChunk), checked there
+};
 }  // namespace detail
 
 class RemoteQpnRegistry final : public engine::RemoteQpns {
@@ -136,6 +140,9 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
     Id owner;
   };
 
+  // Constructs a chunk in each element of `storage` (at least one); returns the first.
+  [[nodiscard]] static detail::RemoteQpnChunk* construct_chunks(
+      engine::DemandZeroArray<detail::RemoteQpnChunkStorage>& storage) noexcept;
   [[nodiscard]] Home home_of(engine::RemoteQpnKey key) const noexcept;
   [[nodiscard]] std::uint32_t next(std::uint32_t chunk) const noexcept {
     return chunk + 1 == chunk_count_ ? 0 : chunk + 1;
@@ -163,7 +170,11 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
   std::uint32_t chunk_count_;
   std::uint64_t guid_seed_;
   std::uint64_t qpn_seed_;
-  std::unique_ptr<detail::RemoteQpnChunk[]> chunks_;
+  // Raw storage for the chunks, constructed in it at once. Every lookup lands on a random chunk:
+  // on 4 KiB pages the prefetch of a REQ's home chunk was a TLB miss (nine tenths of its samples
+  // sat on the prefetch itself), and huge pages made the 1M storm about 3 % cheaper per connection.
+  engine::DemandZeroArray<detail::RemoteQpnChunkStorage> storage_;
+  detail::RemoteQpnChunk* chunks_;
   // Written only when a claim is refused, so no other operation shares its cache line.
   alignas(64) std::atomic<std::uint64_t> full_claims_{0};  // relaxed throughout: a count
 };
