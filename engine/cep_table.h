@@ -247,8 +247,6 @@ class CepTable {
   [[nodiscard]] std::uint32_t high_water() const noexcept { return constructed_; }
   [[nodiscard]] static Id id_of(const Cep& cep) noexcept { return Id::make(cep.local_comm_id, cep.generation); }
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
-  // Whether allocate() would return null now.
-  [[nodiscard]] bool full() const noexcept { return constructed_ == capacity_ && free_count_ == 0; }
   [[nodiscard]] std::uint32_t in_use() const noexcept { return constructed_ - free_count_; }
 
  private:

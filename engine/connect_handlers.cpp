@@ -142,13 +142,13 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
     unadmit();
     env_.listens.release_backlog(listen->id);
   };
-  // A shard holds twice its even share of the endpoints (EndpointBudget) and an even share of the
-  // MAD buffers (EngineConfig::mad_buffers): when the REQs of many peers arrive at one port, its
-  // shard runs out of room first, and the other shards take the rest.
-  if ((table_.full() || !env_.pool.room_for_handshake()) && pass_req(buf, std::nullopt)) return unreserve();
   Cep* cep = allocate_endpoint();
   if (cep == nullptr) {
     unreserve();
+    // A shard holds twice its even share of the endpoints (EndpointBudget) and an even share of
+    // the MAD buffers (EngineConfig::mad_buffers): when the REQs of many peers arrive at one port,
+    // its shard runs out of room first, and the other shards take the rest.
+    if (pass_req(buf, std::nullopt)) return;
     drop(port_index, DropReason::no_resources);
     reject_unknown(buf, hdr.transaction_id, req.local_comm_id, 0, mad::MessageKind::req,
                    mad::RejReason::no_resources, {});

@@ -20,7 +20,8 @@
 // before its standing fell), not multiplied by the REQ's retry count.
 //
 // REQs of one source reach different shards (each is handled by the shard of the port it arrives
-// at, or the one its CA GUID and QPN hash to), so the count is engine-wide. It is touched twice per handshake (admit, settle), never per MAD.
+// at, or the one its CA GUID and QPN hash to), so the count is engine-wide. It is touched twice
+// per handshake (admit, settle), never per MAD.
 // The implementation lives with the engine's other shared state (shards/half_open_table.h).
 #pragma once
 

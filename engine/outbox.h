@@ -58,7 +58,7 @@ class Outbox {
   // Hands the REQ on_mad is handling (`req`, its MAD) to another shard, which handles it from the
   // start instead: the shard of `owner` (the endpoint RemoteQpns records for the REQ's remote QP:
   // it holds the REQ's duplicate entry if it is a copy, and judges it stale if not), or, without
-  // one (this shard has no room for a new handshake), one of the other shards, by the REQ's hash.
+  // one (this shard could not make an endpoint for it), one of the other shards, by the REQ's hash.
   // Returns false, taking nothing, when the owner is this shard, or without an owner when there is
   // no other shard or the REQ was passed on for want of room already: the caller handles the REQ
   // itself. Otherwise the caller leaves `req` as it is (keeps no reference, emits nothing for it):

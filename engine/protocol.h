@@ -96,9 +96,10 @@ class Protocol {
   Status create_spare(Id& out, std::uint32_t& slot) noexcept;
   // Hands the spare at `slot` (create_spare's) to the application. The one exception to the
   // thread contract: called by the thread that took the spare from the spare endpoints, on another
-  // thread than the shard's, before it tells anyone the Id. The shard never touches a spare's delivery and context meanwhile, and
-  // whatever makes the Id reach the shard again (the shard inbox's ring, or the application's own
-  // hand-over to a callback running there) orders these writes before the shard's reads.
+  // thread than the shard's, before it tells anyone the Id. The shard never touches a spare's
+  // delivery and context meanwhile, and whatever makes the Id reach the shard again (the shard
+  // inbox's ring, or the application's own hand-over to a callback running there) orders these
+  // writes before the shard's reads.
   void adopt_spare(std::uint32_t slot, const Delivery& delivery, void* context) noexcept;
   Status set_context(Id id, void* context) noexcept;
   Status send_req(Id id, const ReqParams& p) noexcept;

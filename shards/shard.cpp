@@ -284,8 +284,9 @@ void Shard::deliver(engine::MadBuf* mad, bool overflow) noexcept {
   delivering_overflow_ = overflow;
   protocol_.on_mad(*mad);
   if (passing_ == mad) return hand_on(mad);
-  // Our reference tells whether anyone else holds the MAD now. Acquire: pairs with the acq_rel decrement of a holder on another thread that let go already
-  // (an event polled and released), so a count of 1 means nobody else holds it.
+  // Our reference tells whether anyone else holds the MAD now. Acquire: pairs with the acq_rel
+  // decrement of a holder on another thread that let go already (an event polled and released),
+  // so a count of 1 means nobody else holds it.
   if (mad->refs.load(std::memory_order_acquire) > 1) {
     env_.pool.charge_kept(*mad);  // before our release: the last holder's put reads it
   } else {
