@@ -68,6 +68,10 @@ class CepTable {
     std::uint32_t slot;
     if (constructed_ < capacity_) {
       slot = constructed_++;
+      if (slot == populated_) {
+        populated_ = std::min(capacity_, slot + kPopulateSlots);
+        (void)slots_.populate(slot, populated_ - slot);
+      }
       Cep* fresh = new (&slots_[slot]) Cep{};
       fresh->slot = slot;
       fresh->timer.slot = slot;
@@ -250,6 +254,11 @@ class CepTable {
   [[nodiscard]] std::uint32_t in_use() const noexcept { return constructed_ - free_count_; }
 
  private:
+  // Never-used slots are mapped this many at a time (about 27 pages), one system call instead of a
+  // page fault per page: in a storm's window the faults' entries and exits cost more than the
+  // endpoints' handshakes did (a 1M storm: 936k/s before, 1,014k/s after). Still inside the window,
+  // by the shard that needs the slots, and at most one chunk ahead of them.
+  static constexpr std::uint32_t kPopulateSlots = 256;
   static constexpr std::uint32_t kDetachPending = 1u << 31;  // generations stay below 2^30
   static constexpr std::uint32_t kInCallback = 1u << 30;
 
@@ -316,6 +325,7 @@ class CepTable {
   DemandZeroArray<std::uint32_t> hints_;  // slots, at CIDs' low bits (see Hints above)
   std::uint32_t capacity_;
   std::uint32_t constructed_ = 0;  // slots [0, constructed_) hold a Cep
+  std::uint32_t populated_ = 0;    // slots [0, populated_) are mapped (populate())
   std::uint32_t free_head_ = 0;
   std::uint32_t free_count_ = 0;
   std::uint32_t shard_;

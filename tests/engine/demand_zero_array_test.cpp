@@ -3,8 +3,11 @@
 #include "engine/demand_zero_array.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace fastcm::engine {
 namespace {
@@ -40,6 +43,42 @@ TEST(DemandZeroArray, HeapSizedArraysStartZeroedAndKeepWrites) {
 TEST(DemandZeroArray, MappedArraysStartZeroedAndKeepWrites) {
   expect_zeroed_then_kept<Slot>(DemandZeroArray<Slot>::kHeapBytes / sizeof(Slot) + 1);
   expect_zeroed_then_kept<Slot>(std::size_t{1} << 16);
+}
+
+// Which of the pages under `bytes` at `start` (page-aligned) are mapped.
+std::vector<bool> resident_pages(const void* start, std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> flags((bytes + page - 1) / page);
+  EXPECT_EQ(mincore(const_cast<void*>(start), bytes, flags.data()), 0);
+  std::vector<bool> resident(flags.size());
+  for (std::size_t i = 0; i < flags.size(); ++i) resident[i] = (flags[i] & 1) != 0;
+  return resident;
+}
+
+TEST(DemandZeroArray, PopulateMapsThePagesUnderItsElementsOnly) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kPages = 64;
+  DemandZeroArray<std::uint64_t> array(kPages * page / sizeof(std::uint64_t));
+  const std::size_t per_page = page / sizeof(std::uint64_t);
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(&array[0]) % page, 0u);  // a fresh mapping
+  // Elements from the middle of page 8 to the first element of page 12: pages 8 to 12.
+  if (!array.populate(8 * per_page + per_page / 2, 3 * per_page + per_page / 2 + 1)) {
+    GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
+  }
+  const std::vector<bool> resident = resident_pages(&array[0], kPages * page);
+  for (std::size_t p = 0; p < kPages; ++p) EXPECT_EQ(resident[p], p >= 8 && p <= 12) << "page " << p;
+  for (std::size_t i = 8 * per_page; i < 13 * per_page; ++i) ASSERT_EQ(array[i], 0u) << i;
+  array[8 * per_page] = 42;
+  EXPECT_TRUE(array.populate(0, 13 * per_page));  // mapping again keeps what was written
+  EXPECT_EQ(array[8 * per_page], 42u);
+}
+
+TEST(DemandZeroArray, PopulateLeavesAHeapArrayAsItIs) {
+  DemandZeroArray<Slot> array(4);
+  array[1].word = 7;
+  EXPECT_FALSE(array.populate(0, 4));
+  EXPECT_EQ(array[1].word, 7u);
+  EXPECT_EQ(array[0].word, 0u);
 }
 
 TEST(DemandZeroArray, AnEmptyArrayHoldsNothing) {
