@@ -15,6 +15,7 @@
 namespace fastcm::engine {
 
 inline constexpr std::uint32_t kNoSlot = ~std::uint32_t{0};
+inline constexpr std::uint32_t kNoLink = 0;  // the end of an index chain (cep_index.h's tagged links)
 
 // What the endpoint's single protocol timer is waiting for.
 enum class CepTimer : std::uint8_t {
@@ -41,10 +42,10 @@ struct Cep {
   QKey remote_qkey = 0;
   // The intrusive links (slot indexes) lie beside the keys they chain by, so a REQ walking a
   // chain of other endpoints reads one cache line of each, not two.
-  std::uint32_t dup_next = kNoSlot;      // duplicate-REQ index: (remote comm ID, remote CA GUID)
+  std::uint32_t dup_next = kNoLink;      // duplicate-REQ index: (remote comm ID, remote CA GUID)
   std::uint64_t service_id = 0;
   std::uint32_t sidr_request_id = 0;
-  std::uint32_t sidr_next = kNoSlot;     // SIDR_REQs being answered: (request ID, sender)
+  std::uint32_t sidr_next = kNoLink;     // SIDR_REQs being answered: (request ID, sender)
 
   // ---- protocol state --------------------------------------------------------------------------
   CepState state = CepState::idle;
