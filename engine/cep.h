@@ -30,6 +30,15 @@ struct CepTimerNode : TimerNode {
   std::uint32_t slot = kNoSlot;
 };
 
+// What only connections with an alternate path (from their REQ or a LAP) use, kept beside the
+// endpoint table (CepTable::alternates) rather than in every endpoint: in the Cep they made every
+// endpoint 104 bytes (two cache lines) longer, lines that a storm's endpoints zero, fault in and
+// walk past without ever reading them.
+struct AlternatePaths {
+  Path alternate;
+  Path pending_alternate;  // a LAP's path until its APR (ours, or the peer's turned around)
+};
+
 struct Cep {
   // ---- identity --------------------------------------------------------------------------------
   std::uint32_t generation = 1;       // full generation of the slot; the CID carries its low bits
@@ -58,6 +67,7 @@ struct Cep {
   // so a received message must name them (Protocol::from_peer).
   bool peer_known = false;
   bool has_alternate = false;
+  bool alternates_made = false;        // its AlternatePaths exist (CepTable::alternates)
   bool in_dup_index = false;
   bool in_qpn_index = false;           // recorded in the engine's RemoteQpns
   bool in_sidr_index = false;
@@ -82,8 +92,7 @@ struct Cep {
   std::uint32_t remote_psn = 0;          // the peer's send queue PSN = our receive queue PSN
   std::uint32_t ece_vendor_id = 0;
   Path primary;                          // from our side: local = this port
-  Path alternate;
-  Path pending_alternate;                // a LAP's path until its APR (ours, or the peer's turned around)
+  // The alternate paths live beside the table (AlternatePaths).
 
   // ---- sending ---------------------------------------------------------------------------------
   MadAddress peer;                       // where our CM MADs go (the peer's CM on QP1)

@@ -50,6 +50,7 @@ class CepTable {
   // when it cannot.
   CepTable(std::uint32_t capacity, std::uint32_t shard, CidLayout layout)
       : slots_(capacity),
+        alternates_(capacity),
         free_fifo_(capacity),
         attached_(capacity),
         hints_(hint_count(capacity)),
@@ -242,6 +243,21 @@ class CepTable {
     return detached;
   }
 
+  // The alternate paths of `cep`, a live endpoint of this table, made (as AlternatePaths{}) on the
+  // first call in the endpoint's life: memory only endpoints that use them touch.
+  [[nodiscard]] AlternatePaths& alternates(Cep& cep) noexcept {
+    if (!cep.alternates_made) {
+      new (&alternates_[cep.slot]) AlternatePaths{};
+      cep.alternates_made = true;
+    }
+    return *std::launder(reinterpret_cast<AlternatePaths*>(&alternates_[cep.slot]));
+  }
+  // Read-only: an endpoint that never made them reads AlternatePaths{}.
+  [[nodiscard]] const AlternatePaths& alternates(const Cep& cep) const noexcept {
+    static constexpr AlternatePaths kNone{};
+    return cep.alternates_made ? *std::launder(reinterpret_cast<const AlternatePaths*>(&alternates_[cep.slot])) : kNone;
+  }
+
   // A slot handed out at least once (slot < high_water()).
   [[nodiscard]] Cep& at(std::uint32_t slot) noexcept { return *std::launder(reinterpret_cast<Cep*>(&slots_[slot])); }
   [[nodiscard]] const Cep& at(std::uint32_t slot) const noexcept {
@@ -320,6 +336,10 @@ class CepTable {
     alignas(Cep) std::byte bytes[sizeof(Cep)];
   };
   DemandZeroArray<CepStorage> slots_;
+  struct AlternatePathsStorage {
+    alignas(AlternatePaths) std::byte bytes[sizeof(AlternatePaths)];
+  };
+  DemandZeroArray<AlternatePathsStorage> alternates_;  // per slot, made by alternates()
   DemandZeroArray<std::uint32_t> free_fifo_;  // freed slots, a ring of free_count_ from free_head_
   mutable DemandZeroArray<std::uint32_t> attached_;
   DemandZeroArray<std::uint32_t> hints_;  // slots, at CIDs' low bits (see Hints above)

@@ -59,7 +59,7 @@ Status Protocol::send_req(Id id, const ReqParams& p) noexcept {
   cep->mtu = p.primary.mtu;
   cep->primary = p.primary;
   cep->has_alternate = p.alternate.has_value();
-  if (p.alternate) cep->alternate = *p.alternate;
+  if (p.alternate) table_.alternates(*cep).alternate = *p.alternate;
   cep->peer = address_along(p.primary, *port_index, local_port, *pkey_index);
   cep->transaction_id = next_tid_++ << 32 | cep->local_comm_id;
   if (!send_and_keep(*cep, req)) return Status::no_resources;
@@ -182,7 +182,7 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   cep->primary = from_wire_path(req.primary, local_port.port_num, req.partition_key, cep->mtu);
   cep->has_alternate = has_path(req.alternate);
   if (cep->has_alternate) {
-    cep->alternate = from_wire_path(req.alternate, local_port.port_num, req.partition_key, cep->mtu);
+    table_.alternates(*cep).alternate = from_wire_path(req.alternate, local_port.port_num, req.partition_key, cep->mtu);
   }
   cep->peer = buf.packet.addr;  // answer the REQ's sender where it came from
   cep->transaction_id = hdr.transaction_id;
@@ -205,7 +205,7 @@ void Protocol::on_req(MadBuf& buf, const mad::MadHeader& hdr, const mad::Req& re
   p.remote_qkey = req.local_q_key;
   p.starting_psn = req.starting_psn;
   p.primary = cep->primary;
-  if (cep->has_alternate) p.alternate = cep->alternate;
+  if (cep->has_alternate) p.alternate = table_.alternates(*cep).alternate;
   emit(*cep, ev, &buf);
 }
 

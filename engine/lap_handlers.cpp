@@ -3,8 +3,8 @@
 // It runs beside an established connection, in the endpoint's lap_state; either side may load a
 // path, one LAP at a time per connection. The MRA of a LAP is handled with the other MRAs
 // (connect_handlers.cpp), and an unanswered LAP's timeout with the other retries (protocol.cpp).
-// The proposed path waits in cep.pending_alternate and becomes cep.alternate only when an APR
-// with status success is sent (passive) or received (active).
+// The proposed path waits in the endpoint's AlternatePaths (pending_alternate) and becomes its
+// alternate path only when an APR with status success is sent (passive) or received (active).
 #include <algorithm>
 
 #include "engine/cm_timeouts.h"
@@ -23,6 +23,13 @@ constexpr std::size_t kAprInfoOffset = mad::kMadHeaderSize + 12;
 bool valid_lap_path(const Path& p) noexcept {
   return p.flow_label < (1u << 20) && p.sl <= 15 && mad::is_valid_packet_rate(p.rate) &&
          p.packet_life_time <= mad::kMaxTimeoutExponent;
+}
+
+// An APR with status success, sent or received: the LAP's path is the connection's alternate now.
+void load_pending_alternate(CepTable& table, Cep& cep) noexcept {
+  AlternatePaths& paths = table.alternates(cep);
+  paths.alternate = paths.pending_alternate;
+  cep.has_alternate = true;
 }
 
 }  // namespace
@@ -51,7 +58,7 @@ Status Protocol::send_lap(Id id, const LapParams& p) noexcept {
   cep->transaction_id = next_tid_++ << 32 | cep->local_comm_id;
   if (!send_and_keep(*cep, lap)) return Status::no_resources;
   cep->lap_state = LapState::lap_sent;
-  cep->pending_alternate = p.alternate;
+  table_.alternates(*cep).pending_alternate = p.alternate;
   cep->retries_left = cep->max_cm_retries;
   // The LAP and its answer travel the primary path.
   cep->retry_timeout_ns = response_wait_ns(cep->primary.packet_life_time, p.remote_cm_response_timeout);
@@ -90,7 +97,7 @@ void Protocol::on_lap(MadBuf& buf, const mad::MadHeader& hdr, const mad::Lap& la
   }
   cep->lap_state = LapState::lap_rcvd;
   cep->transaction_id = hdr.transaction_id;  // the MRA and APR answer under the LAP's TID
-  cep->pending_alternate =
+  table_.alternates(*cep).pending_alternate =
       from_wire_path(lap.alternate, port(cep->port_index).port_num, cep->primary.pkey, cep->mtu);
   keep_received(*cep, buf);
   if (env_.config.auto_mra_fraction > 0) {
@@ -98,7 +105,7 @@ void Protocol::on_lap(MadBuf& buf, const mad::MadHeader& hdr, const mad::Lap& la
               auto_mra_delay_ns(env_.config.auto_mra_fraction, lap.remote_cm_response_timeout));
   }
   Event ev = event_of(EventType::lap_received);
-  ev.params.emplace<LapReceived>(LapReceived{.alternate = cep->pending_alternate});
+  ev.params.emplace<LapReceived>(LapReceived{.alternate = table_.alternates(*cep).pending_alternate});
   emit(*cep, ev, &buf);
 }
 
@@ -125,10 +132,7 @@ Status Protocol::send_apr(Id id, const AprParams& p) noexcept {
   if (!send_and_keep(*cep, apr)) return Status::no_resources;  // kept: a repeated LAP gets it again
   if (cep->timer_kind == CepTimer::auto_mra) cancel_timer(*cep);
   cep->lap_state = LapState::idle;
-  if (apr.ap_status == mad::AprStatus::success) {
-    cep->alternate = cep->pending_alternate;
-    cep->has_alternate = true;
-  }
+  if (apr.ap_status == mad::AprStatus::success) load_pending_alternate(table_, *cep);
   return Status::ok;
 }
 
@@ -148,10 +152,7 @@ void Protocol::on_apr(MadBuf& buf, const mad::MadHeader& hdr, const mad::Apr& ap
   }
   cancel_timer(*cep);
   cep->lap_state = LapState::idle;
-  if (apr.ap_status == mad::AprStatus::success) {
-    cep->alternate = cep->pending_alternate;
-    cep->has_alternate = true;
-  }
+  if (apr.ap_status == mad::AprStatus::success) load_pending_alternate(table_, *cep);
   keep_received(*cep, buf);
   Event ev = event_of(EventType::apr_received);
   ev.params.emplace<AprReceived>(AprReceived{

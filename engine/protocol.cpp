@@ -406,8 +406,9 @@ std::optional<DropReason> Protocol::address_mismatch(const Cep& cep, const MadAd
   const auto along = [&from](Lid lid, const Gid& gid) {
     return from.remote_lid == lid && (!from.grh.present || from.grh.remote_gid == gid);
   };
+  const Path& alternate = table_.alternates(cep).alternate;
   const bool address = along(cep.primary.remote_lid, cep.primary.remote_gid) ||
-                       (cep.has_alternate && along(cep.alternate.remote_lid, cep.alternate.remote_gid)) ||
+                       (cep.has_alternate && along(alternate.remote_lid, alternate.remote_gid)) ||
                        along(cep.peer.remote_lid, cep.peer.grh.remote_gid);
   if (!address) return DropReason::wrong_source;
   // The connection's partition is the one its REQ names (one P_Key for both paths), whichever

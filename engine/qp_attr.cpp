@@ -67,12 +67,12 @@ std::uint8_t qp_ack_timeout(const Cep& cep, const Path& path) noexcept {
 }
 
 // The alternate path, in RTR and again in RTS (after a LAP loads one on a connected QP).
-void set_alternate_path(QpAttr& out, const Cep& cep, const PortAttr& port) noexcept {
+void set_alternate_path(QpAttr& out, const Cep& cep, const Path& alternate, const PortAttr& port) noexcept {
   out.mask |= qp_mask::alt_path;
-  out.alt_ah_attr = address_vector(cep.alternate, port);
+  out.alt_ah_attr = address_vector(alternate, port);
   out.alt_port_num = port.port_num;
   out.alt_pkey_index = cep.peer.pkey_index;
-  out.alt_timeout = qp_ack_timeout(cep, cep.alternate);
+  out.alt_timeout = qp_ack_timeout(cep, alternate);
 }
 
 }  // namespace
@@ -105,7 +105,7 @@ Status Protocol::init_qp_attr(Id id, QpState state, QpAttr& out) const noexcept 
         out.max_dest_rd_atomic = std::min(cep->responder_resources, local_port.ca.max_qp_rd_atom);
         out.min_rnr_timer = 0;  // the IBTA encoding of the longest wait (655.36 ms), as the kernel CM
       }
-      if (cep->has_alternate) set_alternate_path(out, *cep, local_port);
+      if (cep->has_alternate) set_alternate_path(out, *cep, table_.alternates(*cep).alternate, local_port);
       return Status::ok;
     case QpState::rts:
       if (!may_send(*cep)) return Status::invalid_state;
@@ -119,7 +119,7 @@ Status Protocol::init_qp_attr(Id id, QpState state, QpAttr& out) const noexcept 
         out.max_rd_atomic = std::min(cep->initiator_depth, local_port.ca.max_qp_init_rd_atom);
       }
       if (cep->has_alternate) {
-        set_alternate_path(out, *cep, local_port);
+        set_alternate_path(out, *cep, table_.alternates(*cep).alternate, local_port);
         out.mask |= qp_mask::path_mig_state;
         out.path_mig_state = MigState::rearm;
       }
@@ -147,7 +147,7 @@ Status Protocol::connection_info(Id id, ConnectionInfo& out) const noexcept {
   out.local_psn = cep->local_psn;
   out.remote_psn = cep->remote_psn;
   out.primary = cep->primary;
-  if (cep->has_alternate) out.alternate = cep->alternate;
+  if (cep->has_alternate) out.alternate = table_.alternates(*cep).alternate;
   return Status::ok;
 }
 
