@@ -67,18 +67,26 @@ class MpscEventQueue final : public EventQueue {
   // Closes the eventfd. Events still inside are dropped; their MAD references are not released.
   ~MpscEventQueue() override;
 
-  // Any thread, concurrently. Appends a copy of `event` and takes one reference on `mad` (normally
-  // the MAD that event.event.mad names; null for none), which the event then holds. Returns false
+  // How a pushed event comes to hold its MAD reference.
+  enum class MadHold {
+    share,      // it takes a reference of its own; the caller keeps its reference
+    hand_over,  // it takes the caller's reference, which the caller holds no more once the push
+                // succeeded (a failed push leaves it with the caller)
+  };
+
+  // Any thread, concurrently. Appends a copy of `event`, which then holds one reference on `mad`
+  // (normally the MAD that event.event.mad names; null for none), as `hold` says. Returns false
   // when the queue is full: nothing is appended and no reference is kept (the caller applies its
   // backpressure policy).
-  [[nodiscard]] bool push(const QueuedEvent& event, engine::MadBuf* mad) noexcept {
-    if (!push_unsignalled(event, mad)) return false;
+  [[nodiscard]] bool push(const QueuedEvent& event, engine::MadBuf* mad, MadHold hold = MadHold::share) noexcept {
+    if (!push_unsignalled(event, mad, hold)) return false;
     signal();
     return true;
   }
   // push without the wake-up: a consumer asleep on the eventfd does not see the event until this
   // thread calls signal(), which it must do before it waits for anything or returns control.
-  [[nodiscard]] bool push_unsignalled(const QueuedEvent& event, engine::MadBuf* mad) noexcept;
+  [[nodiscard]] bool push_unsignalled(const QueuedEvent& event, engine::MadBuf* mad,
+                                      MadHold hold = MadHold::share) noexcept;
   // Makes sure the eventfd is (or is about to be) readable: the caller that claims the wake-up
   // writes the eventfd; everyone else finds it claimed and does nothing. Any thread.
   void signal() noexcept;

@@ -21,8 +21,9 @@ class QueueWakeups {
 
   // Pushes `event` without waking `queue` yet (flush() will); false when the queue is full, as
   // MpscEventQueue::push.
-  [[nodiscard]] bool push(MpscEventQueue& queue, const QueuedEvent& event, engine::MadBuf* mad) noexcept {
-    if (!queue.push_unsignalled(event, mad)) return false;
+  [[nodiscard]] bool push(MpscEventQueue& queue, const QueuedEvent& event, engine::MadBuf* mad,
+                          MpscEventQueue::MadHold hold = MpscEventQueue::MadHold::share) noexcept {
+    if (!queue.push_unsignalled(event, mad, hold)) return false;
     if (std::find(pending_.begin(), pending_.begin() + count_, &queue) != pending_.begin() + count_) return true;
     if (count_ == kMaxPending) {
       queue.signal();

@@ -282,7 +282,10 @@ void Shard::handle_chain(engine::MadBuf* mad) noexcept {
 void Shard::deliver(engine::MadBuf* mad, bool overflow) noexcept {
   if (!env_.pool.reserve_kept()) return drop_unhandled(mad, &PortDrops::unkept);
   delivering_overflow_ = overflow;
+  delivering_ = mad;
   protocol_.on_mad(*mad);
+  if (delivering_ == nullptr) return;  // our reference went to an event, charged as kept (enqueue)
+  delivering_ = nullptr;
   if (passing_ == mad) return hand_on(mad);
   // Our reference tells whether anyone else holds the MAD now. Acquire: pairs with the acq_rel
   // decrement of a holder on another thread that let go already (an event polled and released),
@@ -399,9 +402,25 @@ void Shard::counters(std::span<PortCounters> out) const noexcept {
 bool Shard::enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, engine::MadBuf* mad) noexcept {
   auto& events = static_cast<MpscEventQueue&>(queue);
   const QueuedEvent queued{.event = event, .slot = slot};
+  // The first event of the MAD being delivered takes deliver()'s reference rather than one of its
+  // own, and deliver() then drops none: two atomic updates of the buffer's count fewer, and no
+  // update after the application thread may have polled the event and released it (the count's
+  // line would have moved to its core). Charged as kept before the event is visible, since the
+  // consumer's release may be the last one, and the put reads the charge.
+  const bool hand_over = mad != nullptr && mad == delivering_;
+  if (hand_over) env_.pool.charge_kept(*mad);
+  const auto hold = hand_over ? MpscEventQueue::MadHold::hand_over : MpscEventQueue::MadHold::share;
   // Inside a batch the burst's end wakes the consumer (flush_burst); a direct call outside one
   // (end_direct_call) has no such end, so it wakes at once.
-  return in_batch_ ? wakeups_.push(events, queued, mad) : events.push(queued, mad);
+  const bool pushed = in_batch_ ? wakeups_.push(events, queued, mad, hold) : events.push(queued, mad, hold);
+  if (hand_over) {
+    if (pushed) {
+      delivering_ = nullptr;
+    } else {
+      env_.pool.uncharge_kept(*mad);  // deliver() still holds it and settles the credit itself
+    }
+  }
+  return pushed;
 }
 
 bool Shard::queue_full(const EventQueue& queue) const noexcept {

@@ -243,6 +243,9 @@ class Shard final : private engine::Outbox {
   // The MAD on_mad is handling came as a mad_overflow item; the REQ it passed on, if any, the
   // shard it goes to and as what. The shard's thread only.
   bool delivering_overflow_ = false;
+  // The MAD deliver() holds a reference on while on_mad handles it, until that reference goes to
+  // the first event that carries the MAD (enqueue); then null. The shard's thread only.
+  engine::MadBuf* delivering_ = nullptr;
   engine::MadBuf* passing_ = nullptr;
   std::uint32_t passing_to_ = 0;
   InboxItem::Kind passing_as_ = InboxItem::Kind::mad;

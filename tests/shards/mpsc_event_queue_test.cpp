@@ -171,6 +171,27 @@ TEST(MpscEventQueue, PushTakesOneReferenceFullPushTakesNonePopHandsItOver) {
   EXPECT_EQ(pool.puts.load(), 0U);
 }
 
+TEST(MpscEventQueue, AHandedOverReferenceMovesIntoTheEventAndStaysWithTheCallerWhenFull) {
+  engine::MadBuf mad;
+  mad.refs.store(1);  // the pusher's own reference, which it hands over
+  MpscEventQueue queue(1);
+  ASSERT_TRUE(queue.push(make_event(0, 0, &mad), &mad, MpscEventQueue::MadHold::hand_over));
+  EXPECT_EQ(mad.refs.load(), 1U);  // the event's now, not a second one
+
+  mad.refs.store(2);  // the pusher holds one again
+  EXPECT_FALSE(queue.push(make_event(0, 1, &mad), &mad, MpscEventQueue::MadHold::hand_over));
+  EXPECT_EQ(mad.refs.load(), 2U);  // a failed push took none and left the caller's
+
+  std::array<QueuedEvent, 2> out{};
+  ASSERT_EQ(queue.pop(out), 1U);
+  expect_event(out[0], 0, 0, &mad);
+  OwnerKeepsPool pool;
+  engine::release(pool, &mad);  // the consumer's, handed over by the first push
+  engine::release(pool, &mad);  // the caller's from the failed push
+  EXPECT_EQ(mad.refs.load(), 0U);
+  EXPECT_EQ(pool.puts.load(), 1U);
+}
+
 TEST(MpscEventQueue, DestructionDropsEventsWithoutReleasingTheirMads) {
   engine::MadBuf mad;
   mad.refs.store(1);
