@@ -91,6 +91,49 @@ TEST_F(PollDelivery, FullQueueAppliesTheBacklogPolicyInsteadOfBlocking) {
   server().engine().release(events[0]);
 }
 
+// An event the full queue refuses leaves its MAD and the MAD's kept credit where they were: after
+// everything is polled, released and destroyed, no buffer and no kept credit is left in use. The
+// refused event is an RTU's, whose MAD (no private data) no endpoint keeps: only the credit
+// reserved for it could go wrong.
+TEST_F(PollDelivery, AnEventTheFullQueueRefusesLeavesNoMadOrKeptCreditBehind) {
+  listen_with_queue(1);
+  const std::uint32_t baseline = server().engine().mad_buffers_in_use();
+  connect();
+  cluster_.run_for(Cluster::kSecond / 1000);
+  std::array<Event, 2> events;
+  ASSERT_EQ(server().engine().poll(*queue_, events), 1u);
+  const Id first = events[0].id;
+  RepParams rep;
+  rep.qpn = kServerQpn;
+  ASSERT_EQ(server().engine().send_rep(first, rep), Status::ok);
+  server().engine().release(events[0]);
+  // A second REQ, one hop away where the first connection's RTU is two: its event takes the
+  // queue's one place first, and the RTU's finds none.
+  Id second_client;
+  ASSERT_EQ(client().engine().create_id(client().delivery(), nullptr, second_client), Status::ok);
+  ReqParams p = req_params();
+  p.qpn = kClientQpn + 1;
+  ASSERT_EQ(client().engine().send_req(second_client, p), Status::ok);
+  cluster_.run_for(Cluster::kSecond / 1000);
+  EXPECT_EQ(state_of(server(), first), "established");
+  EXPECT_EQ(server().port_counters().dropped(DropReason::queue_full), 1u);
+  EngineLevels levels;
+  server().engine().levels(levels);
+  // One MAD is kept now: the queued REQ's. The RTU's credit went back once, not twice.
+  EXPECT_EQ(levels.shards[0].mad_kept.now, 1u);
+
+  ASSERT_EQ(server().engine().poll(*queue_, events), 1u);
+  EXPECT_EQ(events[0].type, EventType::req_received);
+  ASSERT_EQ(server().engine().destroy(events[0].id), Status::ok);  // rejects it
+  server().engine().release(events[0]);
+  ASSERT_EQ(server().engine().destroy(first), Status::ok);
+  cluster_.run_for(60 * Cluster::kSecond);  // the DREQ's retries and time-wait
+  while (server().engine().poll(*queue_, events) > 0) server().engine().release(events[0]);
+  EXPECT_EQ(server().engine().mad_buffers_in_use(), baseline);
+  server().engine().levels(levels);
+  for (const ShardLevels& shard : levels.shards) EXPECT_EQ(shard.mad_kept.now, 0u);
+}
+
 TEST_F(PollDelivery, RetainKeepsACallbacksMadAfterTheCallback) {
   std::optional<Event> kept;
   server().react = [this, &kept](const Event& e) {
