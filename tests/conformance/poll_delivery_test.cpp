@@ -31,6 +31,15 @@ class PollDelivery : public ConnectScenario {
     ASSERT_EQ(server().engine().listen(lp, listen_id_), Status::ok);
   }
 
+  // A second connection's REQ from the client, on its own QP.
+  void send_second_req() {
+    Id second;
+    ASSERT_EQ(client().engine().create_id(client().delivery(), nullptr, second), Status::ok);
+    ReqParams p = req_params();
+    p.qpn = kClientQpn + 1;
+    ASSERT_EQ(client().engine().send_req(second, p), Status::ok);
+  }
+
   EventQueue* queue_ = nullptr;
   int listen_context_ = 0;
 };
@@ -73,11 +82,7 @@ TEST_F(PollDelivery, QueuedRequestIsPolledAnsweredAndReleased) {
 TEST_F(PollDelivery, FullQueueAppliesTheBacklogPolicyInsteadOfBlocking) {
   listen_with_queue(1);
   connect();
-  Id second;
-  ASSERT_EQ(client().engine().create_id(client().delivery(), nullptr, second), Status::ok);
-  ReqParams p = req_params();
-  p.qpn = kClientQpn + 1;
-  ASSERT_EQ(client().engine().send_req(second, p), Status::ok);
+  send_second_req();
   cluster_.run_for(Cluster::kSecond / 1000);
 
   // The second REQ meets the listen's backlog policy (reject by default): no endpoint is left
@@ -109,11 +114,7 @@ TEST_F(PollDelivery, AnEventTheFullQueueRefusesLeavesNoMadOrKeptCreditBehind) {
   server().engine().release(events[0]);
   // A second REQ, one hop away where the first connection's RTU is two: its event takes the
   // queue's one place first, and the RTU's finds none.
-  Id second_client;
-  ASSERT_EQ(client().engine().create_id(client().delivery(), nullptr, second_client), Status::ok);
-  ReqParams p = req_params();
-  p.qpn = kClientQpn + 1;
-  ASSERT_EQ(client().engine().send_req(second_client, p), Status::ok);
+  send_second_req();
   cluster_.run_for(Cluster::kSecond / 1000);
   EXPECT_EQ(state_of(server(), first), "established");
   EXPECT_EQ(server().port_counters().dropped(DropReason::queue_full), 1u);
