@@ -6,6 +6,8 @@
 #include <new>
 #include <type_traits>
 
+#include "runtime/thread_sanitizer.h"
+
 namespace fastcm::mempool {
 namespace {
 
@@ -18,19 +20,6 @@ static_assert(alignof(engine::MadBuf) <= RTE_CACHE_LINE_SIZE,
 void construct_buf(rte_mempool* /*pool*/, void* /*arg*/, void* obj, unsigned /*index*/) {
   new (obj) engine::MadBuf{};
 }
-
-// Whether ThreadSanitizer instruments this build (GCC defines the macro, clang has the feature).
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kThreadSanitizer = true;
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
 
 // The mempool_ring driver's ops for each sharing mode (see PoolSharing).
 const char* ring_ops(PoolSharing sharing) noexcept {
@@ -124,7 +113,7 @@ engine::MadBuf* MadMempool::get(engine::MadAccount account) noexcept {
   // engine::release() that gave the buffer back. Other builds skip the load: the count sits on a
   // cache line of its own that is cold in a buffer that went round the pool, and the load waited
   // for that miss (84% of get()'s samples), where the store below does not wait.
-  if constexpr (kThreadSanitizer) (void)buf->refs.load(std::memory_order_acquire);
+  if constexpr (runtime::kThreadSanitizer) (void)buf->refs.load(std::memory_order_acquire);
   buf->refs.store(1, std::memory_order_relaxed);  // the caller is the only holder
   buf->account = 0;
   return buf;

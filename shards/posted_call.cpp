@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "engine/protocol.h"
+#include "runtime/thread_sanitizer.h"
 #include "shards/wait_word.h"
 
 namespace fastcm::shards {
@@ -147,9 +148,11 @@ PostedCall* PostedCallPool::take() noexcept {
   if (rte_mempool_get(pool_, &raw) != 0) return nullptr;
   auto* call = static_cast<PostedCall*>(raw);
   // The shard's accesses to the record it gave back happen-before ours through the pool's ring
-  // (its release/acquire pair inside DPDK), which ThreadSanitizer cannot see into: the record's
-  // own word repeats that order (partner: give_back()'s release store).
-  (void)call->done_.load(std::memory_order_acquire);
+  // (its release/acquire pair inside DPDK), which ThreadSanitizer cannot see into: in TSan builds
+  // the record's own word repeats that order (partner: give_back()'s release store). Other builds
+  // skip both, so the shard, which only read the record, never writes its line: the poster's
+  // copy of it is still valid, where the word's store made the load here wait for the shard's.
+  if constexpr (runtime::kThreadSanitizer) (void)call->done_.load(std::memory_order_acquire);
   return call;
 }
 
@@ -158,7 +161,9 @@ void PostedCallPool::give_back(std::span<PostedCall* const> calls) noexcept {
   while (!calls.empty()) {
     const std::size_t n = std::min(calls.size(), objects.size());
     for (std::size_t i = 0; i < n; ++i) {
-      calls[i]->done_.store(1, std::memory_order_release);  // partner: take()'s acquire load
+      if constexpr (runtime::kThreadSanitizer) {
+        calls[i]->done_.store(1, std::memory_order_release);  // partner: take()'s acquire load
+      }
       objects[i] = calls[i];
     }
     rte_mempool_put_bulk(pool_, objects.data(), static_cast<unsigned>(n));

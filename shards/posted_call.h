@@ -57,6 +57,13 @@ class PostedCall {
   [[nodiscard]] Id id() const noexcept { return id_; }
   [[nodiscard]] ApiCall call() const noexcept { return call_; }
 
+  // The shard's thread, ahead of run(): starts loading what run() reads first (the call, its Id
+  // and its parameters), lines the posting thread wrote on another core. Changes nothing.
+  void prefetch() const noexcept {
+    constexpr std::size_t kLine = 64;
+    const auto* end = reinterpret_cast<const char*>(&params_ + 1);
+    for (const auto* line = reinterpret_cast<const char*>(this); line < end; line += kLine) __builtin_prefetch(line);
+  }
   // The shard's thread: runs the call on `protocol` (Protocol::run_posted: a refusal becomes a
   // call_failed event), then completes the record: a stack record's waiter is woken, a pooled
   // record joins `finished`. The record must not be touched afterwards.
@@ -80,9 +87,9 @@ class PostedCall {
   Id id_;
   ApiCall call_ = ApiCall::establish;
   PostedCallPool* pool_ = nullptr;  // the pool the record goes back to; null for a stack record
-  // A stack record: set by the shard once it ran (wait_word.h). A pooled one: stored (release) by
-  // give_back() and loaded (acquire) by the next take(), an order the pool's ring gives already
-  // but ThreadSanitizer cannot see inside DPDK.
+  // A stack record: set by the shard once it ran (wait_word.h). A pooled one, in ThreadSanitizer
+  // builds only: stored (release) by give_back() and loaded (acquire) by the next take(), an order
+  // the pool's ring gives already but TSan cannot see inside DPDK.
   std::atomic<std::uint32_t> done_{0};
   Params params_;
   std::array<std::uint8_t, kMaxRtuPrivateData> private_data_;  // the longest private data

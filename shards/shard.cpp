@@ -135,6 +135,12 @@ void Shard::in_prefetched_order(std::size_t n, MadAt mad_at, Handle handle) noex
 }
 
 void Shard::handle_all(std::span<void* const> items) noexcept {
+  // Posted calls' records come from an application thread's core: their loads start now and
+  // arrive while the burst's earlier items are handled.
+  for (void* word : items) {
+    const InboxItem item = InboxItem::from_word(word);
+    if (item.kind() == InboxItem::Kind::posted) item.posted().prefetch();
+  }
   std::int64_t mads = 0;
   in_prefetched_order(
       items.size(),
