@@ -2,8 +2,8 @@
 // shared by all shards. Claimed once per connection (accept or REP), released when the endpoint
 // is freed, looked up on REQ and REP; never per retransmission, but on the MAD path all the same.
 //
-// Implementation: a fixed open-addressing table allocated once at construction (capacity / 4 chunks
-// of 5 slots, so at most 80% full while the engine's EndpointBudget keeps the entries to
+// Implementation: a fixed open-addressing table allocated once at construction (capacity / 3 chunks
+// of 5 slots, so at most 60% full while the engine's EndpointBudget keeps the entries to
 // `capacity`; the table keeps no count of its own, which every claim and release of every shard
 // would update), linear probing over chunks; each chunk counts the entries that probed past it (its
 // overflow count), so a lookup stops at the first chunk without the key and with no overflow, and
@@ -33,7 +33,8 @@
 // connection, hold a home lock only for one walk of a preallocated table. ThreadSanitizer
 // reported nothing for concurrent_hash_map (no suppression needed), so TBB lost on cost alone:
 //
-// Release, g++ 12, table sized for 65536 with 32768 resident, medians of 5:
+// Release, g++ 12, table sized for 65536 with 32768 resident, medians of 5 (measured with 4 entries
+// per chunk at capacity, 16384 chunks; the sizing is 3 now):
 //   fastcm_bench_remote_qpn_registry --benchmark_repetitions=5
 //     --benchmark_report_aggregates_only=true --benchmark_min_time=0.3
 // ns per item as CPU (summed over threads) / wall; items are claim+release pairs or lookups.
@@ -87,7 +88,7 @@ class RemoteQpnRegistry final : public engine::RemoteQpns {
   // Sized for `capacity` entries (1..kMaxCapacity): the engine's endpoint count, as each endpoint
   // holds at most one (EndpointBudget keeps them to that count, so the table needs no count of
   // its own). It holds slots() entries, a quarter more, so that walks stay short up to
-  // `capacity`. Allocates about 32 bytes per entry here and never again. The hash is
+  // `capacity`. Allocates about 43 bytes per entry here and never again. The hash is
   // seeded per registry so peers cannot choose QPNs that pile onto one chunk. Throws
   // std::invalid_argument for a capacity out of range, std::bad_alloc, and std::system_error
   // when no random seed can be read.

@@ -98,7 +98,7 @@ TEST(RemoteQpnRegistry, ReleaseByNonOwnerDoesNothing) {
 TEST(RemoteQpnRegistry, FullTableRecordsNothingNewButStillAnswersWhatItHolds) {
   RemoteQpnRegistry r(10);
   const std::uint32_t full = r.slots();
-  EXPECT_EQ(full, 15U);  // 3 chunks of 5: a quarter more than the capacity, in whole chunks
+  EXPECT_EQ(full, 20U);  // 4 chunks of 5: two thirds more than the capacity, in whole chunks
   for (std::uint32_t n = 0; n < full; ++n) ASSERT_EQ(r.claim(key(n), id(n)), std::nullopt);
   EXPECT_EQ(r.full_claims(), 0U);
 
@@ -135,7 +135,7 @@ TEST(RemoteQpnRegistry, CapacityOneHoldsOneChunk) {
 TEST(RemoteQpnRegistry, RandomSequenceMatchesAModel) {
   constexpr std::uint32_t kKeys = 48;
   constexpr std::uint32_t kOwners = 3;
-  RemoteQpnRegistry r(16);
+  RemoteQpnRegistry r(12);
   const std::uint32_t full = r.slots();
   std::map<std::uint32_t, Id> model;
   std::uint64_t refused = 0;
