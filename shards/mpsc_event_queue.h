@@ -28,10 +28,10 @@
 // own would take the write a pop waits for, and the queue's wake-ups would stop): poll or epoll
 // it only.
 //
-// Ownership: an event in the queue holds one reference on its MAD (taken by push); pop hands that
-// reference to the caller with the event. Events still inside at destruction are dropped without
-// releasing their MADs: the owner (the engine) pops and releases them before destroying the
-// queue.
+// Ownership: an event in the queue holds one reference on its MAD (taken by push, or handed over
+// by its caller: MadHold); pop hands that reference to the caller with the event. Events still
+// inside at destruction are dropped without releasing their MADs: the owner (the engine) pops and
+// releases them before destroying the queue.
 #pragma once
 
 #include <algorithm>
