@@ -13,6 +13,7 @@
 #pragma once
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -72,8 +73,10 @@ class DemandZeroArray {
   // fault in as before.
   bool populate(std::size_t first, std::size_t count) noexcept {
     if (bytes_ < kHeapBytes || count == 0) return false;
-    constexpr std::uintptr_t kPage = 4096;  // the smallest page size: aligning to it is always valid
-    const auto begin = reinterpret_cast<std::uintptr_t>(data_ + first) & ~(kPage - 1);
+    // madvise wants a page-aligned start. sysconf reads the page size the kernel handed the process
+    // at exec (no system call).
+    static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<std::uintptr_t>(data_ + first) & ~(page - 1);
     const auto end = reinterpret_cast<std::uintptr_t>(data_ + first + count);
     return madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0;
   }
