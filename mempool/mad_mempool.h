@@ -131,7 +131,9 @@ class AccountedMadPool final : public engine::MadPool {
   void charge_kept(engine::MadBuf& buf) noexcept { buf.account = MadAccounts::tag(shard_, engine::MadAccount::kept); }
   // Undoes charge_kept(buf): `buf` (still referenced by the caller) is a receive buffer again and
   // the reserved credit is the caller's to charge or cancel.
-  void uncharge_kept(engine::MadBuf& buf) noexcept { buf.account = MadAccounts::tag(shard_, engine::MadAccount::receive); }
+  void uncharge_kept(engine::MadBuf& buf) noexcept {
+    buf.account = MadAccounts::tag(shard_, engine::MadAccount::receive);
+  }
   // The reserved credit becomes the spare.
   void cancel_kept() noexcept { spare_kept_ = true; }
   // Gives the spare back, if there is one.
