@@ -6,11 +6,12 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
-#include <memory>
 
 #include "engine/cep.h"
 #include "engine/cep_table.h"
+#include "engine/demand_zero_array.h"
 
 namespace fastcm::engine {
 
@@ -33,12 +34,9 @@ class CepIndex {
  public:
   // One bucket per slot, rounded up to a power of two. `table` has at most kMaxSlots slots (so a
   // slot fits a link's slot field; CidLayout::max_slots is never more).
+  // Throws std::bad_alloc.
   explicit CepIndex(CepTable& table)
-      : table_(table),
-        mask_(std::bit_ceil(table.capacity() | 1u) - 1),
-        buckets_(std::make_unique<std::uint32_t[]>(mask_ + 1)) {
-    for (std::uint32_t i = 0; i <= mask_; ++i) buckets_[i] = kNoLink;
-  }
+      : table_(table), mask_(std::bit_ceil(table.capacity() | 1u) - 1), buckets_(std::size_t{mask_} + 1) {}
 
   static constexpr std::uint32_t kMaxSlots = std::uint32_t{1} << 24;
 
@@ -121,7 +119,7 @@ class CepIndex {
 
   CepTable& table_;
   std::uint32_t mask_;
-  std::unique_ptr<std::uint32_t[]> buckets_;
+  DemandZeroArray<std::uint32_t> buckets_;  // kNoLink (0) until used: pages are mapped as buckets fill
 };
 
 inline RemoteKey remote_comm_key(const Cep& c) noexcept { return {c.remote_comm_id, c.remote_ca_guid}; }
