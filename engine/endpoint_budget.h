@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 
 namespace fastcm::engine {
@@ -31,11 +32,18 @@ class EndpointBudget {
     return true;
   }
   // A spare taken by the application.
-  void adopt() noexcept { raise_high_water(word_.fetch_sub(kOneSpare, std::memory_order_relaxed) - kOneSpare); }
+  void adopt() noexcept {
+    const std::uint64_t before = word_.fetch_sub(kOneSpare, std::memory_order_relaxed);
+    assert(spares(before) >= 1 && "adopt() without a spare taken");
+    raise_high_water(before - kOneSpare);
+  }
   // Gives back an endpoint the application held, or (`spare`) one taken by take(true) that was
   // never made: both of its counts, or the spares would stay one too many and used() one short.
   void give(bool spare = false) noexcept {
-    word_.fetch_sub(step_of(spare), std::memory_order_relaxed);
+    [[maybe_unused]] const std::uint64_t before = word_.fetch_sub(step_of(spare), std::memory_order_relaxed);
+    // One give too many would borrow from the spare half and still read as a plausible level (0):
+    // debug builds, which the sanitizer suites and the fuzzers run, stop at it instead.
+    assert(taken(before) >= 1 && (!spare || spares(before) >= 1) && "give() without a take");
   }
   // Held by the application now (spares not counted): a snapshot where other threads take and give.
   [[nodiscard]] std::uint32_t used() const noexcept { return held(word_.load(std::memory_order_relaxed)); }
@@ -51,8 +59,9 @@ class EndpointBudget {
   // What one endpoint adds to the word: a spare counts in both halves.
   [[nodiscard]] static constexpr std::uint64_t step_of(bool spare) noexcept { return spare ? kOneSpare + 1 : 1; }
   [[nodiscard]] static std::uint32_t taken(std::uint64_t word) noexcept { return static_cast<std::uint32_t>(word); }
+  [[nodiscard]] static std::uint32_t spares(std::uint64_t word) noexcept { return static_cast<std::uint32_t>(word >> 32); }
   [[nodiscard]] static std::uint32_t held(std::uint64_t word) noexcept {
-    return taken(word) - static_cast<std::uint32_t>(word >> 32);
+    return taken(word) - spares(word);
   }
   // Relaxed like word_: a statistic. The compare costs a load of the same cache line per take; a
   // store only when a new mark is set.

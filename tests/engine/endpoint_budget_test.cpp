@@ -47,5 +47,22 @@ TEST(EndpointBudget, ASpareNeverMadeGivesBackItsPlace) {
   EXPECT_FALSE(budget.take());
 }
 
+// A give or adopt without its take would borrow from the other half of the budget's word and leave
+// a plausible level behind; debug builds (the sanitizer suites) stop there.
+TEST(EndpointBudgetDeathTest, AGiveWithoutATakeStopsADebugBuild) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "assertions are compiled out of this build";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EndpointBudget budget(2);
+  EXPECT_DEATH(budget.give(), "give\\(\\) without a take");
+  ASSERT_TRUE(budget.take());
+  EXPECT_DEATH(budget.give(true), "give\\(\\) without a take");  // a spare it never took
+  EXPECT_DEATH(budget.adopt(), "adopt\\(\\) without a spare taken");
+  budget.give();
+  EXPECT_EQ(budget.used(), 0u);
+#endif
+}
+
 }  // namespace
 }  // namespace fastcm::engine
