@@ -59,7 +59,9 @@ class EndpointBudget {
   // What one endpoint adds to the word: a spare counts in both halves.
   [[nodiscard]] static constexpr std::uint64_t step_of(bool spare) noexcept { return spare ? kOneSpare + 1 : 1; }
   [[nodiscard]] static std::uint32_t taken(std::uint64_t word) noexcept { return static_cast<std::uint32_t>(word); }
-  [[nodiscard]] static std::uint32_t spares(std::uint64_t word) noexcept { return static_cast<std::uint32_t>(word >> 32); }
+  [[nodiscard]] static std::uint32_t spares(std::uint64_t word) noexcept {
+    return static_cast<std::uint32_t>(word >> 32);
+  }
   [[nodiscard]] static std::uint32_t held(std::uint64_t word) noexcept {
     return taken(word) - spares(word);
   }
