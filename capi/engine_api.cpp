@@ -95,6 +95,10 @@ void fastcm_release(fastcm_engine* engine, const fastcm_event* event) noexcept {
   if (event->mad != nullptr) engine->engine->release(mad_of(event));
 }
 
+void fastcm_begin_call_batch(fastcm_engine* engine) noexcept { engine->engine->begin_call_batch(); }
+
+void fastcm_end_call_batch(fastcm_engine* engine) noexcept { engine->engine->end_call_batch(); }
+
 fastcm_status fastcm_counters(const fastcm_engine* engine, fastcm_port_counters* out, size_t count) noexcept {
   if (engine == nullptr) return FASTCM_ERR_INVALID_ARGUMENT;
   return read_counters(out, count, [engine](std::span<fastcm::PortCounters> all) { engine->engine->counters(all); });

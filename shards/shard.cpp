@@ -8,6 +8,7 @@
 #include <string>
 
 #include "shards/engine_config.h"
+#include "shards/held_calls.h"
 #include "shards/mpsc_event_queue.h"
 #include "shards/wait_word.h"
 
@@ -343,7 +344,9 @@ std::size_t Shard::post_mads(std::span<engine::MadBuf* const> mads, InboxItem::K
 }
 
 void Shard::post_control(InboxItem item) noexcept {
-  while (!inbox_.enqueue(item.word())) std::this_thread::yield();
+  HeldCalls::release();  // first: nothing this thread queues overtakes a call it holds back
+  void* const word = item.word();
+  inbox_.enqueue_all({&word, 1});
 }
 
 void Shard::post_command(Command& cmd) noexcept {
@@ -353,6 +356,7 @@ void Shard::post_command(Command& cmd) noexcept {
 
 void Shard::post_call(PostedCall& call) noexcept {
   const bool waited = call.waited();  // read first: a pooled record may be reused once posted
+  if (!waited && HeldCalls::hold(&set_, inbox_, InboxItem::posted(call).word())) return;
   post_control(InboxItem::posted(call));
   if (waited) call.wait_until_run();
 }

@@ -37,6 +37,14 @@ std::size_t ShardInbox::enqueue_burst(std::span<void* const> items) noexcept {
   return n;
 }
 
+void ShardInbox::enqueue_all(std::span<void* const> items) noexcept {
+  for (std::size_t done = 0; done < items.size();) {
+    const std::size_t n = enqueue_burst(items.subspan(done));
+    done += n;
+    if (n == 0) std::this_thread::yield();  // the consumer, or a preempted producer, gets the core
+  }
+}
+
 std::size_t ShardInbox::dequeue_burst(std::span<void*> out) noexcept {
   unsigned left = 0;
   const unsigned n = rte_ring_dequeue_burst(ring_.get(), out.data(), static_cast<unsigned>(out.size()), &left);

@@ -53,6 +53,11 @@ class ShardInbox {
   // One item: true when enqueued, false when the inbox is full (the item remains the caller's).
   [[nodiscard]] bool enqueue(void* item) noexcept { return enqueue_burst({&item, 1}) == 1; }
 
+  // Enqueues every item, in order, yielding while the inbox is full. For items whose number is
+  // bounded by something else (control items: endpoints and waiting callers), so that the consumer,
+  // which drains without waiting on anyone, always makes room. Blocks: while the inbox is full.
+  void enqueue_all(std::span<void* const> items) noexcept;
+
   // --- The consumer: the shard's thread only.
 
   // Moves up to out.size() items into out, in enqueue order per producer; returns how many.

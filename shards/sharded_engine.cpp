@@ -23,6 +23,7 @@
 #include "runtime/dpdk_runtime.h"
 #include "shards/epoch.h"
 #include "shards/half_open_table.h"
+#include "shards/held_calls.h"
 #include "shards/listen_registry.h"
 #include "shards/mpsc_event_queue.h"
 #include "shards/port_poller.h"
@@ -312,6 +313,14 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     if (event.mad != nullptr) engine::retain(*const_cast<MadRef*>(event.mad));
   }
   void release(const Event& event) override { engine::release(*pool_, const_cast<MadRef*>(event.mad)); }
+
+  // The shards key a thread's held calls by their ShardSet (Shard::post_call).
+  void begin_call_batch() override {
+    if (posted_calls_) (void)shards::HeldCalls::open(static_cast<const shards::ShardSet*>(this));
+  }
+  void end_call_batch() override {
+    if (posted_calls_) shards::HeldCalls::close(static_cast<const shards::ShardSet*>(this));
+  }
 
   // ---- observability -------------------------------------------------------------------------
   void counters(std::span<PortCounters> out) const override {

@@ -27,6 +27,7 @@ void EventPump::loop(Engine& engine, EventQueue& queue, EventHandler handler, vo
       (void)::poll(&fd, 1, 5);  // wakes when events arrive; the timeout re-checks the stop flag
       continue;
     }
+    const CallBatch answers(engine);  // the handlers' calls reach their shards together
     for (std::size_t i = 0; i < n; ++i) {
       handler(events[i], context);
       engine.release(events[i]);

@@ -388,6 +388,21 @@ class Engine {
   // Threads: any. Blocks: no. Errors: none.
   virtual void release(const Event& event) = 0;
 
+  // A call batch: the posted calls (see "Posted calls") this thread makes between
+  // begin_call_batch() and the matching end_call_batch() are held back, then queued to their
+  // shards together: one queue update and at most one wake-up per shard, not one per call (a poll
+  // loop answering its events in one batch). Each call still checks and returns as it would
+  // unbatched; its shard only sees it later: at the end, or earlier once 64 are held. Nothing
+  // else is held: a destroy, a call that waits, or a call that runs inline first queues what this
+  // thread holds, so each shard still runs the thread's calls in the order it made them. Batches
+  // nest (the outermost end queues); one engine's batch at a time per thread: while another
+  // engine's is open, these do nothing and this engine's calls are queued at once. No effect
+  // without posted calls or under Threading::caller. A batch ends on the thread that began it.
+  // Threads: any. Blocks: end_call_batch, while a shard's queue is full (as a posted call does).
+  // Errors: none.
+  virtual void begin_call_batch() = 0;
+  virtual void end_call_batch() = 0;
+
   // ---- observability -------------------------------------------------------------------------
   // The per-port counters summed over the shards (port numbers are 1-based; index 0 is unused).
   // Each shard's part is consistent as of the end of its last batch.
@@ -408,6 +423,18 @@ class Engine {
   // Threads: any, without stopping the shards. Blocks: while it allocates its vectors.
   // Errors: throws std::bad_alloc.
   virtual void levels(EngineLevels& out) const = 0;
+};
+
+// Engine::begin_call_batch for the life of a scope. Threads, Blocks, Errors: as those calls.
+class CallBatch {
+ public:
+  explicit CallBatch(Engine& engine) : engine_(engine) { engine_.begin_call_batch(); }
+  CallBatch(const CallBatch&) = delete;
+  CallBatch& operator=(const CallBatch&) = delete;
+  ~CallBatch() { engine_.end_call_batch(); }
+
+ private:
+  Engine& engine_;
 };
 
 }  // namespace fastcm

@@ -566,6 +566,14 @@ void fastcm_retain(fastcm_engine* engine, const fastcm_event* event) FASTCM_NOEX
 /* Gives back a polled or retained event's MAD (no-op for mad == NULL), exactly once.
  * Threads: any. Blocks: no. Errors: none. */
 void fastcm_release(fastcm_engine* engine, const fastcm_event* event) FASTCM_NOEXCEPT;
+/* A call batch (fastcm/engine.h, Engine::begin_call_batch): the posted calls this thread makes
+ * until the matching fastcm_end_call_batch reach their shards together, one queue update per
+ * shard; a destroy or a call that waits first sends what is held, so each shard keeps the
+ * thread's order. Batches nest; one engine's at a time per thread; end on the thread that began.
+ * No effect without posted_calls. Threads: any. Blocks: fastcm_end_call_batch, while a shard's
+ * queue is full. Errors: none. */
+void fastcm_begin_call_batch(fastcm_engine* engine) FASTCM_NOEXCEPT;
+void fastcm_end_call_batch(fastcm_engine* engine) FASTCM_NOEXCEPT;
 
 /* ---- listens and endpoints --------------------------------------------------------------------- */
 

@@ -80,5 +80,24 @@ TEST(ShardInboxThreads, FourProducersOneSleepingConsumerEveryItemOnceInOrder) {
   EXPECT_EQ(inbox.dequeue_burst(extra), 0u);  // nothing duplicated or left behind
 }
 
+// enqueue_all, which control items use, meets a full inbox and yields until the consumer, here
+// another thread, makes room: every item arrives once, in order.
+TEST(ShardInboxThreads, EnqueueAllWaitsForRoomAndKeepsTheOrder) {
+  ShardInbox inbox(2, 0);
+  std::array<void*, 64> items;
+  for (std::size_t i = 0; i < items.size(); ++i) items[i] = reinterpret_cast<void*>(i + 1);
+  std::vector<void*> got;
+  std::thread consumer([&] {
+    std::array<void*, 4> out;
+    while (got.size() < items.size()) {
+      const std::size_t n = inbox.dequeue_burst(out);
+      got.insert(got.end(), out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+  });
+  inbox.enqueue_all(items);
+  consumer.join();
+  EXPECT_EQ(got, std::vector<void*>(items.begin(), items.end()));
+}
+
 }  // namespace
 }  // namespace fastcm::shards

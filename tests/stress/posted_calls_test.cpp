@@ -67,16 +67,29 @@ void expect_call_failed(const std::optional<Seen>& seen, Id id, void* context, A
   EXPECT_EQ(failed->status, status);
 }
 
+// An idle endpoint of `engine` (with `context`) delivering to a new queue of `capacity` events;
+// queue null when either could not be made.
+struct QueuedEndpoint {
+  EventQueue* queue = nullptr;
+  Id id;
+};
+QueuedEndpoint queued_endpoint(Engine& engine, std::uint32_t capacity, void* context = nullptr) {
+  QueuedEndpoint made;
+  made.queue = engine.create_event_queue(capacity);
+  if (made.queue != nullptr && engine.create_id(Delivery{.queue = made.queue}, context, made.id) != Status::ok) {
+    made.queue = nullptr;
+  }
+  return made;
+}
+
 TEST(PostedCalls, ReturnOkAndReportTheShardsRefusalAsAnEvent) {
   const auto deadline = SteadyTime::now() + kGuard;
   StressCluster cluster(engine_config(1), posting(2, 16));
   ASSERT_TRUE(cluster.ready());
   Engine& engine = cluster.client();
-  EventQueue* queue = engine.create_event_queue(64);
-  ASSERT_NE(queue, nullptr);
   int context = 0;
-  Id id;
-  ASSERT_EQ(engine.create_id(Delivery{.queue = queue}, &context, id), Status::ok);
+  const auto [queue, id] = queued_endpoint(engine, 64, &context);
+  ASSERT_NE(queue, nullptr);
 
   // An idle endpoint can neither send an RTU nor be established: the shard says so afterwards.
   EXPECT_EQ(engine.send_rtu(id, {}), Status::ok);
@@ -131,8 +144,13 @@ TEST(PostedCalls, ARejectThenDestroyFromOneThreadSendsThatReject) {
     RejParams rej;
     rej.reason = static_cast<std::uint16_t>(RejReason::consumer_reject);
     rej.private_data = why;
-    ASSERT_EQ(server.send_rej(req_seen->event.id, rej), Status::ok);
-    ASSERT_EQ(server.destroy(req_seen->event.id), Status::ok);
+    {
+      // Every other connection inside a call batch, which holds the REJ until the destroy.
+      std::optional<CallBatch> batch;
+      if (c % 2 == 1) batch.emplace(server);
+      ASSERT_EQ(server.send_rej(req_seen->event.id, rej), Status::ok);
+      ASSERT_EQ(server.destroy(req_seen->event.id), Status::ok);
+    }
 
     const std::optional<Seen> rej_seen = next_event(client, *queues.client, deadline);
     ASSERT_TRUE(rej_seen.has_value());
@@ -154,10 +172,8 @@ TEST(PostedCalls, WithEveryRecordQueuedACallWaitsAndReportsTheSameWay) {
   ASSERT_TRUE(cluster.ready());
   Engine& engine = cluster.client();
   constexpr std::uint32_t kCalls = 500;
-  EventQueue* queue = engine.create_event_queue(kCalls);
+  const auto [queue, id] = queued_endpoint(engine, kCalls);
   ASSERT_NE(queue, nullptr);
-  Id id;
-  ASSERT_EQ(engine.create_id(Delivery{.queue = queue}, nullptr, id), Status::ok);
   // One record: the calls find it free, or queued and wait for the shard on their own stack.
   for (std::uint32_t i = 0; i < kCalls; ++i) ASSERT_EQ(engine.send_dreq(id, {}), Status::ok);
   for (std::uint32_t i = 0; i < kCalls; ++i) {
@@ -167,6 +183,40 @@ TEST(PostedCalls, WithEveryRecordQueuedACallWaitsAndReportsTheSameWay) {
   EXPECT_TRUE(stays_empty(engine, *queue));
   ASSERT_EQ(engine.destroy_sync(id), Status::ok);
   EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
+}
+
+// Inside a call batch (Engine::begin_call_batch) the calls are held and reach the shard together,
+// and still run in the thread's order: each send_dreq's call_failed carries the context the
+// set_context before it gave. Past 64 held calls the batch sends what it holds; with 8 records a
+// call also finds none free and waits, sending the held ones first. (A destroy inside a batch:
+// ARejectThenDestroyFromOneThreadSendsThatReject.)
+TEST(PostedCalls, ACallBatchKeepsTheThreadsOrder) {
+  for (const std::uint32_t records : {256u, 8u}) {
+    SCOPED_TRACE(records);
+    const auto deadline = SteadyTime::now() + kGuard;
+    StressCluster cluster(engine_config(1), posting(2, records));
+    ASSERT_TRUE(cluster.ready());
+    Engine& engine = cluster.client();
+    constexpr std::uint32_t kCalls = 100;
+    const auto [queue, id] = queued_endpoint(engine, kCalls);
+    ASSERT_NE(queue, nullptr);
+    std::array<int, kCalls> contexts{};
+    {
+      const CallBatch batch(engine);
+      for (std::uint32_t i = 0; i < kCalls; ++i) {
+        ASSERT_EQ(engine.set_context(id, &contexts[i]), Status::ok);
+        ASSERT_EQ(engine.send_dreq(id, {}), Status::ok);
+      }
+    }
+    for (std::uint32_t i = 0; i < kCalls; ++i) {
+      expect_call_failed(next_event(engine, *queue, deadline), id, &contexts[i], ApiCall::send_dreq,
+                         Status::invalid_state);
+      if (HasFatalFailure()) return;
+    }
+    EXPECT_TRUE(stays_empty(engine, *queue));
+    ASSERT_EQ(engine.destroy_sync(id), Status::ok);
+    EXPECT_TRUE(cluster.stop_engines(std::chrono::seconds(10)));
+  }
 }
 
 TEST(PostedCalls, CreateIdGivesEachEndpointTheCallersDeliveryAndContext) {
