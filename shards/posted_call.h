@@ -70,8 +70,6 @@ class PostedCall {
   void run(engine::Protocol& protocol, FinishedCalls& finished) noexcept;
   // The poster of a stack record, after posting it: returns once the shard has run it.
   void wait_until_run() noexcept;
-  // Whether the poster waits for this record (a stack record).
-  [[nodiscard]] bool waited() const noexcept { return pool_ == nullptr; }
 
  private:
   friend class PostedCallPool;

@@ -354,11 +354,14 @@ void Shard::post_command(Command& cmd) noexcept {
   wait_until_set(cmd.done);
 }
 
-void Shard::post_call(PostedCall& call) noexcept {
-  const bool waited = call.waited();  // read first: a pooled record may be reused once posted
-  if (!waited && HeldCalls::hold(&set_, inbox_, InboxItem::posted(call).word())) return;
-  post_control(InboxItem::posted(call));
-  if (waited) call.wait_until_run();
+void Shard::post_call(PostedCall& pooled) noexcept {
+  if (HeldCalls::hold(&set_, inbox_, InboxItem::posted(pooled).word())) return;
+  post_control(InboxItem::posted(pooled));
+}
+
+void Shard::post_call_and_wait(PostedCall& on_stack) noexcept {
+  post_control(InboxItem::posted(on_stack));
+  on_stack.wait_until_run();
 }
 
 Status Shard::post_destroy(Id id, Engine::DestroyedFn on_destroyed, void* ctx) noexcept {

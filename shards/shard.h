@@ -139,9 +139,13 @@ class Shard final : private engine::Outbox {
   std::size_t post_mads(std::span<engine::MadBuf* const> mads, InboxItem::Kind kind) noexcept;
   // Runs `cmd` on the shard and returns once it ran. Never call from a shard thread.
   void post_command(Command& cmd) noexcept;
-  // Queues `call` for the shard, which runs it and completes it (posted_call.h); a stack record
-  // (PostedCall::waited) is waited for, so never post one from a shard thread.
-  void post_call(PostedCall& call) noexcept;
+  // Queues a pooled record for the shard, which runs it and gives it back (posted_call.h); a
+  // call batch of this thread (held_calls.h) may hold it first. The poster says which kind of
+  // record it has (it took it from the pool or made it on its stack) rather than the shard reading
+  // the record back from a line another core may hold.
+  void post_call(PostedCall& pooled) noexcept;
+  // Queues a stack record and returns once the shard has run it: never from a shard thread.
+  void post_call_and_wait(PostedCall& on_stack) noexcept;
   // A destroy from a thread that is not the shard's: detaches `id` at once (so that nothing about
   // it reaches the application after this returns) and posts the rest to the shard, which calls
   // on_destroyed after its grace period. Status::stale_id when the endpoint is gone or another

@@ -471,7 +471,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     if (Shard::on_worker_thread()) return Status::would_deadlock;  // a shard cannot wait for another
     shards::PostedCall record;
     if (const Status s = prepare(record); s != Status::ok) return s;
-    shard->post_call(record);  // returns once the shard ran it
+    shard->post_call_and_wait(record);
     return Status::ok;
   }
   template <typename Params>
