@@ -43,7 +43,7 @@ std::uint32_t PortPoller::shard_for(const engine::RoutingKey& key) const noexcep
   return shards_.port_shard(port_index_);
 }
 
-std::size_t PortPoller::poll_once(Shard* local) noexcept {
+std::size_t PortPoller::poll_once(Shard& local) noexcept {
   refill();
   if (spares_ready_ == 0) return 0;
   std::array<MadPacket*, kBurst> packets;
@@ -70,14 +70,14 @@ std::size_t PortPoller::poll_once(Shard* local) noexcept {
     }
     by_shard[shard][counts[shard]++] = buf;
   }
-  const std::uint32_t here = local != nullptr ? local->index() : shards;
+  const std::uint32_t here = local.index();
   for (std::uint32_t s = 0; s < shards; ++s) {
     if (counts[s] == 0 || s == here) continue;
     const std::span<engine::MadBuf* const> burst(by_shard[s].data(), counts[s]);
     const std::size_t posted = shards_.shard(s).post_mads(burst, InboxItem::Kind::mad);
     for (std::size_t i = posted; i < burst.size(); ++i) engine::release(pool_, burst[i]);
     if (posted < burst.size()) inbox_full_.fetch_add(burst.size() - posted, std::memory_order_relaxed);
-    if (local != nullptr) forwarded_.fetch_add(posted, std::memory_order_relaxed);
+    forwarded_.fetch_add(posted, std::memory_order_relaxed);
   }
   // The filled buffers now belong to the shards; the unfilled ones move to the front, and the
   // spares are made whole before any shard handles this burst (from the receive reserve, which the
@@ -85,7 +85,7 @@ std::size_t PortPoller::poll_once(Shard* local) noexcept {
   for (std::size_t i = n; i < spares_ready_; ++i) spares_[i - n] = spares_[i];
   spares_ready_ -= n;
   refill();
-  if (here < shards && counts[here] != 0) local->handle_received({by_shard[here].data(), counts[here]});
+  if (counts[here] != 0) local.handle_received({by_shard[here].data(), counts[here]});
   return n;
 }
 

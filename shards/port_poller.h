@@ -32,16 +32,17 @@ class PortPoller {
   PortPoller& operator=(const PortPoller&) = delete;
 
   // Receives one burst and routes it; returns how many MADs it received. The MADs of `local` (the
-  // calling worker's shard; null for a caller-driven engine, whose shards run after the pollers)
-  // are handed to local->handle_received() last, once the burst's other MADs are posted.
-  std::size_t poll_once(Shard* local) noexcept;
+  // polling shard: its worker, or progress()'s caller running its batch) are handed to
+  // local->handle_received() last, once the burst's other MADs are posted.
+  std::size_t poll_once(Shard& local) noexcept;
   [[nodiscard]] std::uint16_t port_index() const noexcept { return port_index_; }
 
   // MADs dropped because their shard's inbox was full.
   [[nodiscard]] std::uint64_t inbox_full_drops() const noexcept {
     return inbox_full_.load(std::memory_order_relaxed);  // a statistic: no ordering needed
   }
-  // MADs a worker received for another shard and posted to its inbox (a thread crossing).
+  // MADs a shard's batch received for another shard and posted to its inbox (in workers
+  // threading, a thread crossing).
   [[nodiscard]] std::uint64_t forwarded() const noexcept {
     return forwarded_.load(std::memory_order_relaxed);  // a statistic: no ordering needed
   }

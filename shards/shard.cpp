@@ -88,7 +88,7 @@ std::size_t Shard::run_batch() noexcept {
   std::size_t work = 0;
   in_batch_ = true;
   protocol_.begin_batch();  // ended by on_timers() below
-  for (PortPoller* port : ports_) work += port->poll_once(this);
+  for (PortPoller* port : ports_) work += port->poll_once(*this);
   for (int burst = 0; burst < kBurstsPerBatch; ++burst) {
     const std::size_t n = inbox_.dequeue_burst(items);
     if (n == 0) break;

@@ -112,6 +112,8 @@ class Shard final : private engine::Outbox {
   // caller-driven engine, where every inbox item is a MAD (API calls run inline there, so no
   // command, destroy or stale notice is ever queued) and every MAD holds one inbox credit.
   [[nodiscard]] bool has_queued_work() const noexcept;
+  // Whether run_batch() polls ports (add_port gave it some). The owning thread.
+  [[nodiscard]] bool polls_ports() const noexcept { return !ports_.empty(); }
   // The inbox's capacity and high-water mark (items of every kind). Any thread.
   [[nodiscard]] Level inbox_level() const noexcept {
     return Level{.now = inbox_.size(), .high_water = inbox_.high_water(), .limit = inbox_.capacity()};

@@ -134,7 +134,7 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
     }
     for (std::uint16_t p = 0; p < fabric.ports().size(); ++p) {
       pollers_.push_back(std::make_unique<shards::PortPoller>(fabric, p, *pool_, static_cast<shards::ShardSet&>(*this), layout_));
-      if (config.threading == Threading::workers) shards_[port_shard(p)]->add_port(*pollers_.back());
+      shards_[port_shard(p)]->add_port(*pollers_.back());
     }
     if (config.threading == Threading::workers) start_threads();
   }
@@ -154,13 +154,15 @@ class ShardedEngine final : public Engine, private shards::ShardSet {
 
   std::size_t progress() override {
     if (config_.threading != Threading::caller) return 0;
+    // Each shard's batch as its worker would run it: its ports polled and its own MADs handled
+    // there and then, the others posted to their shards (handled by a later shard's batch of
+    // this call, or of the next).
     std::size_t work = 0;
-    for (auto& poller : pollers_) work += poller->poll_once(nullptr);
     std::optional<std::uint64_t> now;  // read once, and only if a shard has a timer armed
     for (auto& shard : shards_) {
-      // An idle shard is skipped whole: the batch, its epoch round trip and its clock read.
-      // Nothing is lost: it was offline (waits for no one) and has nothing due.
-      if (!shard->has_queued_work()) {
+      // A shard without ports and with nothing queued or due is skipped whole: the batch, its
+      // epoch round trip and its clock read. Nothing is lost: it was offline (waits for no one).
+      if (!shard->polls_ports() && !shard->has_queued_work()) {
         const std::optional<std::uint64_t> next = shard->protocol().next_timer_ns();
         if (!next) continue;
         if (!now) now = clock_.now_ns();

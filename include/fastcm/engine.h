@@ -33,8 +33,9 @@
 //   callback takes one of the idle endpoints each shard keeps spare (up to 256, counted in
 //   max_endpoints) without waiting, and waits for a shard only when none is left. The queries
 //   (init_qp_attr, last_private_data, connection_info) always wait: their answer is the shard's.
-// - Threading::caller: nothing runs unless the caller drives progress(), which polls every port and
-//   runs every shard on the calling thread (an SPDK-style reactor, or a test with a virtual clock).
+// - Threading::caller: nothing runs unless the caller drives progress(), which runs every shard's
+//   batch, its ports polled first, on the calling thread (an SPDK-style reactor, or a test with a
+//   virtual clock).
 //   Every call, and progress(), must come from one thread at a time; callbacks run inside
 //   progress() or inside the API call that caused them, and calls made from them execute inline.
 //
@@ -268,8 +269,11 @@ class Engine {
   // Blocks: until the workers have stopped. Errors: none.
   virtual ~Engine() = default;
 
-  // Threading::caller: polls every port once, then runs every shard (queued MADs and commands,
-  // expired timers); returns how much it did (0: idle). Threading::workers: does nothing, returns 0.
+  // Threading::caller: runs every shard's batch once, in shard order, as its worker would: the
+  // shard's ports polled (its own MADs handled there, the others queued to their shards), then
+  // its queued MADs and commands and its expired timers. A MAD queued to a shard whose batch
+  // already ran waits for the next call. Returns how much it did (0: idle: nothing was received,
+  // queued or due). Threading::workers: does nothing, returns 0.
   // Threads: one at a time (Threading::caller). Blocks: no; callbacks run inside it. Errors: none.
   virtual std::size_t progress() = 0;
   // The clock time of the earliest pending protocol timer, or nullopt when none is armed: an idle
@@ -397,7 +401,9 @@ class Engine {
   // thread holds, so each shard still runs the thread's calls in the order it made them. Batches
   // nest (the outermost end queues); one engine's batch at a time per thread: while another
   // engine's is open, these do nothing and this engine's calls are queued at once. No effect
-  // without posted calls or under Threading::caller. A batch ends on the thread that began it.
+  // without posted calls or under Threading::caller. A batch ends on the thread that began it,
+  // before that thread waits for events (what it holds reaches no shard until then) and before
+  // the engine is destroyed.
   // Threads: any. Blocks: end_call_batch, while a shard's queue is full (as a posted call does).
   // Errors: none.
   virtual void begin_call_batch() = 0;

@@ -413,8 +413,9 @@ fastcm_status fastcm_engine_create(fastcm_fabric* fabric, const fastcm_clock* cl
  * Blocks: until the workers have stopped. Errors: none. */
 void fastcm_engine_destroy(fastcm_engine* engine) FASTCM_NOEXCEPT;
 
-/* FASTCM_THREADING_CALLER: polls every port once and runs every shard on the calling thread;
- * returns how much it did (0: idle). FASTCM_THREADING_WORKERS: returns 0.
+/* FASTCM_THREADING_CALLER: runs every shard's batch once on the calling thread, as its worker
+ * would (its ports polled first; a MAD for a shard whose batch already ran waits for the next
+ * call); returns how much it did (0: idle). FASTCM_THREADING_WORKERS: returns 0.
  * Threads: one at a time (caller threading). Blocks: no; callbacks run inside it. Errors: none. */
 size_t fastcm_progress(fastcm_engine* engine) FASTCM_NOEXCEPT;
 /* The clock time of the earliest pending protocol timer in *out and true, or false (and *out
