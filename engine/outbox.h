@@ -42,8 +42,11 @@ class Outbox {
   // Appends `event` to `queue`, taking a reference on `mad` (may be null) that poll's caller gives
   // back with Engine::release. `slot` is the endpoint's slot in its table (CepTable), queued beside
   // the event so that poll checks the endpoint's attachment without decoding event.id. Returns
-  // false, taking nothing, when the queue is full.
-  virtual bool enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, MadBuf* mad) noexcept = 0;
+  // false, taking nothing, when the queue is full. An event the queue turns out to have no room
+  // for when the batch's events are queued (another producer filled it) is dropped then and
+  // counted queue_full on `port_index`, the endpoint's port.
+  virtual bool enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, MadBuf* mad,
+                       std::uint16_t port_index) noexcept = 0;
 
   // Whether enqueue() on `queue` would fail now. Lets a REQ meet its listen's backlog policy
   // before an endpoint is made for an event nobody could receive.

@@ -341,7 +341,9 @@ void Protocol::emit(Cep& cep, Event& event, MadBuf* mad) noexcept {
     event.private_data = mad::private_data(mad::ConstMadSpan(mad->packet.mad));
   }
   if (cep.delivery.queue != nullptr) {
-    if (!env_.outbox.enqueue(*cep.delivery.queue, event, cep.slot, mad)) drop(cep.port_index, DropReason::queue_full);
+    if (!env_.outbox.enqueue(*cep.delivery.queue, event, cep.slot, mad, cep.port_index)) {
+      drop(cep.port_index, DropReason::queue_full);
+    }
     return;
   }
   // The endpoint's first callback on the stack claims the attachment word, so a destroy from

@@ -65,6 +65,11 @@ bool MpscEventQueue::push_unsignalled(const QueuedEvent& event, engine::MadBuf* 
   return true;
 }
 
+std::size_t MpscEventQueue::push_burst_unsignalled(std::span<const QueuedEvent> events) noexcept {
+  return rte_ring_mp_hts_enqueue_burst_elem(ring_.get(), events.data(), kEventSize,
+                                            static_cast<unsigned>(events.size()), nullptr);
+}
+
 std::size_t MpscEventQueue::pop(std::span<QueuedEvent> out) noexcept {
   const auto want = static_cast<unsigned>(std::min<std::size_t>(out.size(), capacity_));
   unsigned left = 0;

@@ -11,8 +11,8 @@
 //                            the queue from unsignalled to signalled (one eventfd write per
 //                            wake-up, not per event).
 //   push_unsignalled,        push in two steps, for a producer that pushes a burst and wakes the
-//   signal                   consumer once after it (a shard's batch, queue_wakeups.h): the
-//                            events wait unsignalled until the producer's signal().
+//   push_burst_unsignalled,  consumer once after it (a shard's batch, event_bursts.h): the
+//   signal                   events wait unsignalled until the producer's signal().
 //   pop                      one thread at a time (the application's polling thread): polls of
 //                            one queue must not run concurrently. A caller that polls one queue
 //                            from several threads serializes those polls itself.
@@ -87,6 +87,10 @@ class MpscEventQueue final : public EventQueue {
   // thread calls signal(), which it must do before it waits for anything or returns control.
   [[nodiscard]] bool push_unsignalled(const QueuedEvent& event, engine::MadBuf* mad,
                                       MadHold hold = MadHold::share) noexcept;
+  // push_unsignalled of several events in one ring operation: queues the longest prefix of
+  // `events` that fits and returns its length. Each event must already hold its MAD reference
+  // (the caller took it, or handed its own); those of events[result..] stay the caller's.
+  [[nodiscard]] std::size_t push_burst_unsignalled(std::span<const QueuedEvent> events) noexcept;
   // Makes sure the eventfd is (or is about to be) readable: the caller that claims the wake-up
   // writes the eventfd; everyone else finds it claimed and does nothing. Any thread.
   void signal() noexcept;

@@ -55,6 +55,7 @@ Shard::Shard(const ShardEnv& env, ShardSet& set)
                static_cast<engine::Protocol*>(protocol)->count_accepted(port, tally);
              },
              &protocol_),
+      bursts_(&Shard::drop_unqueued, this),
       inbox_(static_cast<std::uint32_t>(inbox_capacity(env.config.shard_inbox, env.endpoints, posted_calls(env.config))), env.index),
       retired_(env.epoch, static_cast<std::uint32_t>(retire_capacity(env.endpoints)), "retired" + std::to_string(env.index)),
       snapshot_(env.fabric.ports().size()),
@@ -163,7 +164,7 @@ void Shard::handle_all(std::span<void* const> items) noexcept {
 
 void Shard::flush_burst() noexcept {
   sends_.flush();
-  wakeups_.flush();
+  bursts_.flush();
   finished_calls_.flush();
   env_.pool.return_spare_kept();
 }
@@ -316,6 +317,16 @@ void Shard::hand_on(engine::MadBuf* req) noexcept {
   drop_unhandled(req, &PortDrops::unpassed);
 }
 
+void Shard::drop_unqueued(void* self, engine::MadBuf* mad, std::uint16_t port_index) noexcept {
+  auto& shard = *static_cast<Shard*>(self);
+  if (port_index < shard.env_.fabric.ports().size()) {
+    shard.port_drops_[port_index].unqueued.fetch_add(1, std::memory_order_relaxed);
+  }
+  // The event's reference: its charge, kept, was set before it was held (enqueue, deliver), so
+  // the last release gives the kept credit back.
+  if (mad != nullptr) engine::release(shard.env_.pool, mad);
+}
+
 void Shard::drop_unhandled(engine::MadBuf* mad, std::atomic<std::uint64_t> PortDrops::*count) noexcept {
   const std::uint16_t port = mad->packet.addr.port_index;
   if (port < env_.fabric.ports().size()) (port_drops_[port].*count).fetch_add(1, std::memory_order_relaxed);
@@ -407,12 +418,14 @@ void Shard::counters(std::span<PortCounters> out) const noexcept {
   for (std::size_t p = 0; p < ports; ++p) {
     out[p].drops[static_cast<std::size_t>(DropReason::no_resources)] += port_drops_[p].unkept.load(std::memory_order_relaxed);
     out[p].drops[static_cast<std::size_t>(DropReason::inbox_full)] += port_drops_[p].unpassed.load(std::memory_order_relaxed);
+    out[p].drops[static_cast<std::size_t>(DropReason::queue_full)] += port_drops_[p].unqueued.load(std::memory_order_relaxed);
   }
 }
 
 // ---- engine::Outbox ------------------------------------------------------------------------------
 
-bool Shard::enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, engine::MadBuf* mad) noexcept {
+bool Shard::enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, engine::MadBuf* mad,
+                    std::uint16_t port_index) noexcept {
   auto& events = static_cast<MpscEventQueue&>(queue);
   const QueuedEvent queued{.event = event, .slot = slot};
   // The first event of the MAD being delivered takes deliver()'s reference rather than one of its
@@ -423,9 +436,10 @@ bool Shard::enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, e
   const bool hand_over = mad != nullptr && mad == delivering_;
   if (hand_over) env_.pool.charge_kept(*mad);
   const auto hold = hand_over ? MpscEventQueue::MadHold::hand_over : MpscEventQueue::MadHold::share;
-  // Inside a batch the burst's end wakes the consumer (flush_burst); a direct call outside one
-  // (end_direct_call) has no such end, so it wakes at once.
-  const bool pushed = in_batch_ ? wakeups_.push(events, queued, mad, hold) : events.push(queued, mad, hold);
+  // Inside a batch the burst's end queues the events and wakes the consumer (flush_burst); a
+  // direct call outside one (end_direct_call) has no such end, so it pushes and wakes at once.
+  const bool pushed =
+      in_batch_ ? bursts_.push(events, queued, mad, hold, port_index) : events.push(queued, mad, hold);
   if (hand_over) {
     if (pushed) {
       delivering_ = nullptr;
@@ -437,7 +451,7 @@ bool Shard::enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, e
 }
 
 bool Shard::queue_full(const EventQueue& queue) const noexcept {
-  return static_cast<const MpscEventQueue&>(queue).full();
+  return bursts_.full(static_cast<const MpscEventQueue&>(queue));
 }
 
 void Shard::notify_stale(Id stale, engine::MadBuf& cause) noexcept {

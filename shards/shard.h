@@ -30,7 +30,7 @@
 #include "shards/inbox_item.h"
 #include "shards/port_poller.h"
 #include "shards/posted_call.h"
-#include "shards/queue_wakeups.h"
+#include "shards/event_bursts.h"
 #include "shards/send_batch.h"
 #include "shards/shard_inbox.h"
 #include "shards/spare_endpoints.h"
@@ -187,7 +187,8 @@ class Shard final : private engine::Outbox {
 
   // engine::Outbox
   void send(engine::MadBuf& buf, engine::SendTally tally) noexcept override { sends_.add(buf, tally); }
-  bool enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, engine::MadBuf* mad) noexcept override;
+  bool enqueue(EventQueue& queue, const Event& event, std::uint32_t slot, engine::MadBuf* mad,
+               std::uint16_t port_index) noexcept override;
   [[nodiscard]] bool queue_full(const EventQueue& queue) const noexcept override;
   void notify_stale(Id stale, engine::MadBuf& cause) noexcept override;
   [[nodiscard]] bool pass_on(engine::MadBuf& req, std::optional<Id> owner) noexcept override;
@@ -201,13 +202,18 @@ class Shard final : private engine::Outbox {
   // passed on goes to its shard with this reference (counted forwarded, or inbox_full).
   // `overflow`: the MAD came as a mad_overflow item (inbox_item.h).
   void deliver(engine::MadBuf* mad, bool overflow = false) noexcept;
-  // Per port, MADs the shard itself dropped: with no kept credit left (added to no_resources by
-  // counters()), and REQs passed on (pass_on) that their shard's inbox had no room for (added to
-  // inbox_full). Written by the shard's thread, read by any (relaxed: statistics).
+  // Per port, what the shard itself dropped: MADs with no kept credit left (added to no_resources
+  // by counters()), REQs passed on (pass_on) that their shard's inbox had no room for (added to
+  // inbox_full), and events their queue had no room for at the burst's end (added to queue_full).
+  // Written by the shard's thread, read by any (relaxed: statistics).
   struct PortDrops {
     std::atomic<std::uint64_t> unkept{0};
     std::atomic<std::uint64_t> unpassed{0};
+    std::atomic<std::uint64_t> unqueued{0};
   };
+  // EventBursts' refusal handler: drops an event its queue had no room for when the burst ended,
+  // releasing its MAD reference and counting it on its endpoint's port (`self` is the Shard).
+  static void drop_unqueued(void* self, engine::MadBuf* mad, std::uint16_t port_index) noexcept;
   // Sends the REQ on_mad passed on (Outbox::pass_on) to its shard with deliver()'s reference.
   void hand_on(engine::MadBuf* req) noexcept;
   // Releases a MAD the shard drops unhandled, counting it in its port's `count`.
@@ -232,11 +238,11 @@ class Shard final : private engine::Outbox {
   ShardSet& set_;
   engine::Protocol protocol_;
   SendBatch sends_;  // after protocol_, which it counts into
-  QueueWakeups wakeups_;  // the event queues this burst pushed to
+  EventBursts bursts_;  // the events this burst emits for poll delivery, queued at its end
   FinishedCalls finished_calls_;  // the pooled posted calls this burst ran
   ShardInbox inbox_;
   std::optional<SpareEndpoints> spares_;  // with posted calls (workers threading) only
-  std::vector<PortPoller*> ports_;  // the ports this shard's worker polls (workers threading)
+  std::vector<PortPoller*> ports_;  // the ports this shard's batches poll
   DeferQueue retired_;     // on_destroyed calls waiting for a grace period
   CounterSnapshot snapshot_;
   engine::DemandZeroArray<PendingDestroy> pending_destroys_;  // per slot, written by the detaching thread
