@@ -4,19 +4,19 @@
 
 namespace fastcm::shards {
 
-EventBursts::Burst* EventBursts::find(const MpscEventQueue& queue) const noexcept {
-  for (std::size_t i = 0; i < count_; ++i) {
-    if (bursts_[i].queue == &queue) return const_cast<Burst*>(&bursts_[i]);
-  }
-  return nullptr;
+std::size_t EventBursts::index_of(const MpscEventQueue& queue) const noexcept {
+  std::size_t i = 0;
+  while (i < count_ && bursts_[i].queue != &queue) ++i;
+  return i;
 }
 
 bool EventBursts::push(MpscEventQueue& queue, const QueuedEvent& event, engine::MadBuf* mad,
                        MpscEventQueue::MadHold hold, std::uint16_t port_index) noexcept {
-  Burst* burst = find(queue);
-  if (burst == nullptr) {
-    if (count_ == kMaxQueues) return queue.push(event, mad, hold);
-    burst = &bursts_[count_++];
+  const std::size_t i = index_of(queue);
+  if (i == kMaxQueues) return queue.push(event, mad, hold);
+  Burst* burst = &bursts_[i];
+  if (i == count_) {
+    ++count_;
     burst->queue = &queue;
     const std::size_t size = queue.size();  // a snapshot: never above the capacity, but racing
     burst->room = size < queue.capacity() ? queue.capacity() - static_cast<std::uint32_t>(size) : 0;
@@ -24,8 +24,7 @@ bool EventBursts::push(MpscEventQueue& queue, const QueuedEvent& event, engine::
   }
   if (burst->room == 0) return false;
   if (burst->held == kPerQueue) queue_held(*burst);
-  // Taken before the event can be visible: the consumer may pop and release it at once.
-  if (mad != nullptr && hold == MpscEventQueue::MadHold::share) engine::retain(*mad);
+  MpscEventQueue::take_reference(mad, hold);
   burst->events[burst->held] = event;
   burst->mads[burst->held] = mad;
   burst->ports[burst->held] = port_index;
@@ -35,8 +34,8 @@ bool EventBursts::push(MpscEventQueue& queue, const QueuedEvent& event, engine::
 }
 
 bool EventBursts::full(const MpscEventQueue& queue) const noexcept {
-  const Burst* burst = find(queue);
-  return burst != nullptr ? burst->room == 0 : queue.full();
+  const std::size_t i = index_of(queue);
+  return i < count_ ? bursts_[i].room == 0 : queue.full();
 }
 
 void EventBursts::queue_held(Burst& burst) noexcept {

@@ -1,8 +1,8 @@
 // The events a shard's burst emits for poll delivery, held per event queue and queued when the
 // burst ends: one ring operation and at most one wake-up per queue per burst, not one per event.
 // Each push to an MpscEventQueue is a compare-and-swap on the ring head its consumer reads, a cache
-// miss on both cores per event (MpscEventQueue::push_unsignalled was 4 % of the shards' CPU in
-// poll mode); a poll-mode consumer also wakes to the burst's events together.
+// miss on both cores per event (pushing one at a time was 4 % of the shards' CPU in poll mode); a
+// poll-mode consumer also wakes to the burst's events together.
 //
 // Room: the first event of a burst for a queue reads the queue's free room; the burst then takes
 // from that snapshot, and push() refuses (as a full queue's push does) once it is used up. Other
@@ -60,7 +60,8 @@ class EventBursts {
     std::array<std::uint16_t, kPerQueue> ports;
   };
 
-  [[nodiscard]] Burst* find(const MpscEventQueue& queue) const noexcept;
+  // The burst holding events for `queue`, or count_ when none does.
+  [[nodiscard]] std::size_t index_of(const MpscEventQueue& queue) const noexcept;
   // Queues what `burst` holds; hands what did not fit to the refusal handler.
   void queue_held(Burst& burst) noexcept;
 

@@ -51,17 +51,15 @@ MpscEventQueue::MpscEventQueue(std::uint32_t capacity)
 
 MpscEventQueue::~MpscEventQueue() { ::close(event_fd_); }
 
-bool MpscEventQueue::push_unsignalled(const QueuedEvent& event, engine::MadBuf* mad, MadHold hold) noexcept {
-  // A shared reference is taken before the event is visible: the consumer may pop and release it
-  // at once. (Relaxed, as engine::retain: the caller already holds a reference.)
-  const bool share = mad != nullptr && hold == MadHold::share;
-  if (share) engine::retain(*mad);
-  if (rte_ring_mp_hts_enqueue_bulk_elem(ring_.get(), &event, kEventSize, 1, nullptr) == 0) {
+bool MpscEventQueue::push(const QueuedEvent& event, engine::MadBuf* mad, MadHold hold) noexcept {
+  take_reference(mad, hold);
+  if (push_burst_unsignalled({&event, 1}) == 0) {
     // Full: give back the reference just taken. The caller's own reference keeps the count above
     // zero, so this can never be the last release (no pool needed) and orders nothing.
-    if (share) mad->refs.fetch_sub(1, std::memory_order_relaxed);
+    if (mad != nullptr && hold == MadHold::share) mad->refs.fetch_sub(1, std::memory_order_relaxed);
     return false;
   }
+  signal();
   return true;
 }
 

@@ -10,16 +10,16 @@
 //                            ring: pushes run one at a time); makes a syscall only when it turns
 //                            the queue from unsignalled to signalled (one eventfd write per
 //                            wake-up, not per event).
-//   push_unsignalled,        push in two steps, for a producer that pushes a burst and wakes the
-//   push_burst_unsignalled,  consumer once after it (a shard's batch, event_bursts.h): the
-//   signal                   events wait unsignalled until the producer's signal().
+//   push_burst_unsignalled,  push in two steps, for a producer that pushes a burst and wakes the
+//   signal                   consumer once after it (a shard's batch, event_bursts.h): the
+//                            events wait unsignalled until the producer's signal().
 //   pop                      one thread at a time (the application's polling thread): polls of
 //                            one queue must not run concurrently. A caller that polls one queue
 //                            from several threads serializes those polls itself.
 //   full / size / level /    any thread; full, size and level are snapshots.
 //   event_fd
 //
-// The eventfd: readable whenever the queue holds events and no push (of push_unsignalled: no
+// The eventfd: readable whenever the queue holds events and no push (of push_burst_unsignalled: no
 // signal) or pop is midway (no lost wake-up). A pop that leaves the queue empty makes it
 // unreadable again, unless a producer raced in, in which case it stays or becomes readable. A
 // wake-up can be spurious: a pop may find nothing (events pushed before the eventfd write were
@@ -78,18 +78,18 @@ class MpscEventQueue final : public EventQueue {
   // (normally the MAD that event.event.mad names; null for none), as `hold` says. Returns false
   // when the queue is full: nothing is appended and no reference is kept (the caller applies its
   // backpressure policy).
-  [[nodiscard]] bool push(const QueuedEvent& event, engine::MadBuf* mad, MadHold hold = MadHold::share) noexcept {
-    if (!push_unsignalled(event, mad, hold)) return false;
-    signal();
-    return true;
+  [[nodiscard]] bool push(const QueuedEvent& event, engine::MadBuf* mad, MadHold hold = MadHold::share) noexcept;
+  // The reference an event to be pushed with `hold` takes on `mad` (null: none): its own for
+  // share, nothing for hand_over. Taken before the event can be visible, as the consumer may pop
+  // and release it at once. (Relaxed, as engine::retain: the caller already holds a reference.)
+  static void take_reference(engine::MadBuf* mad, MadHold hold) noexcept {
+    if (mad != nullptr && hold == MadHold::share) engine::retain(*mad);
   }
-  // push without the wake-up: a consumer asleep on the eventfd does not see the event until this
-  // thread calls signal(), which it must do before it waits for anything or returns control.
-  [[nodiscard]] bool push_unsignalled(const QueuedEvent& event, engine::MadBuf* mad,
-                                      MadHold hold = MadHold::share) noexcept;
-  // push_unsignalled of several events in one ring operation: queues the longest prefix of
-  // `events` that fits and returns its length. Each event must already hold its MAD reference
-  // (the caller took it, or handed its own); those of events[result..] stay the caller's.
+  // Several events in one ring operation, without the wake-up: queues the longest prefix of
+  // `events` that fits and returns its length. Each event already holds its MAD reference
+  // (take_reference); those of events[result..] stay the caller's. A consumer asleep on the
+  // eventfd does not see the events until this thread calls signal(), which it must do before it
+  // waits for anything or returns control.
   [[nodiscard]] std::size_t push_burst_unsignalled(std::span<const QueuedEvent> events) noexcept;
   // Makes sure the eventfd is (or is about to be) readable: the caller that claims the wake-up
   // writes the eventfd; everyone else finds it claimed and does nothing. Any thread.
