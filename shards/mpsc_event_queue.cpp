@@ -52,11 +52,11 @@ MpscEventQueue::MpscEventQueue(std::uint32_t capacity)
 MpscEventQueue::~MpscEventQueue() { ::close(event_fd_); }
 
 bool MpscEventQueue::push(const QueuedEvent& event, engine::MadBuf* mad, MadHold hold) noexcept {
-  take_reference(mad, hold);
+  const bool took = take_reference(mad, hold);
   if (push_burst_unsignalled({&event, 1}) == 0) {
     // Full: give back the reference just taken. The caller's own reference keeps the count above
     // zero, so this can never be the last release (no pool needed) and orders nothing.
-    if (mad != nullptr && hold == MadHold::share) mad->refs.fetch_sub(1, std::memory_order_relaxed);
+    if (took) mad->refs.fetch_sub(1, std::memory_order_relaxed);
     return false;
   }
   signal();

@@ -82,8 +82,11 @@ class MpscEventQueue final : public EventQueue {
   // The reference an event to be pushed with `hold` takes on `mad` (null: none): its own for
   // share, nothing for hand_over. Taken before the event can be visible, as the consumer may pop
   // and release it at once. (Relaxed, as engine::retain: the caller already holds a reference.)
-  static void take_reference(engine::MadBuf* mad, MadHold hold) noexcept {
-    if (mad != nullptr && hold == MadHold::share) engine::retain(*mad);
+  // Returns whether it took one.
+  static bool take_reference(engine::MadBuf* mad, MadHold hold) noexcept {
+    const bool share = mad != nullptr && hold == MadHold::share;
+    if (share) engine::retain(*mad);
+    return share;
   }
   // Several events in one ring operation, without the wake-up: queues the longest prefix of
   // `events` that fits and returns its length. Each event already holds its MAD reference
