@@ -42,6 +42,9 @@ class ThreePeers {
     return p;
   }
   [[nodiscard]] std::uint32_t high_water(std::size_t peer) const { return high_[peer]; }
+  // A QPN for the server's next REP, unused by its earlier ones: a REP reusing a live
+  // connection's QPN is refused by its receiver as stale (IBTA 12.9.8.3.1).
+  [[nodiscard]] Qpn next_server_qpn() { return kFirstServerQpn + server_reps_++; }
 
   // Runs `ns` of virtual time, jumping to each timer or delivery, checking the bound throughout.
   void run_for(std::uint64_t ns) {
@@ -90,6 +93,8 @@ class ThreePeers {
   Peer other_;
   std::array<std::uint32_t, 3> limits_;
   std::array<std::uint32_t, 3> high_{};
+  static constexpr Qpn kFirstServerQpn = 0x5000;
+  Qpn server_reps_ = 0;
 };
 
 // The server listens on `service_id` and answers every REQ with a REP (no_resources, not
@@ -108,7 +113,7 @@ inline void listen_and_accept(ThreePeers& rig, std::uint64_t service_id = kServi
     }
     if (e.type != EventType::req_received) return;
     RepParams rep;
-    rep.qpn = 0x5000 + (e.id.comm_id() & 0xFFFF);
+    rep.qpn = rig.next_server_qpn();
     rep.starting_psn = 0x2222;
     rep.responder_resources = 4;
     rep.initiator_depth = 4;
