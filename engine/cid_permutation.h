@@ -34,7 +34,7 @@ class CidPermutation {
 
   // Permutes words of `bits` bits (16..32, the caller's constant) under tweaks 0..kMaxTweaks-1.
   CidPermutation(const SipKey& key, unsigned bits) noexcept
-      : key_(key), high_bits_(bits / 2), low_bits_(bits - bits / 2) {
+      : hasher_(key), low_bits_(bits - bits / 2), high_mask_(mask(bits / 2)), low_mask_(mask(low_bits_)) {
     for (std::uint32_t t = 0; t < kMaxTweaks; ++t) {
       zero_image_[t] = feistel(0, t);
       zero_preimage_[t] = feistel_inverse(0, t);
@@ -58,16 +58,16 @@ class CidPermutation {
  private:
   [[nodiscard]] static constexpr std::uint32_t mask(unsigned bits) noexcept { return (std::uint32_t{1} << bits) - 1; }
   // Round r XORs into the high half's width on even rounds and the low half's on odd ones.
-  [[nodiscard]] unsigned target_bits(int round) const noexcept { return round % 2 == 0 ? high_bits_ : low_bits_; }
+  [[nodiscard]] std::uint32_t target_mask(int round) const noexcept { return round % 2 == 0 ? high_mask_ : low_mask_; }
   [[nodiscard]] std::uint32_t round_function(int round, std::uint32_t tweak, std::uint32_t half) const noexcept {
     // The message is 4 bytes: the half (2, as no half is wider than 16 bits), the tweak (1), the
     // round number (1).
     const std::uint64_t message = std::uint64_t{static_cast<std::uint32_t>(round)} << 24 | tweak << 16 | half;
-    return static_cast<std::uint32_t>(sip_hash<1, 3>(key_, message, 4)) & mask(target_bits(round));
+    return static_cast<std::uint32_t>(hasher_.hash<1, 3>(message, 4)) & target_mask(round);
   }
   [[nodiscard]] std::uint32_t feistel(std::uint32_t word, std::uint32_t tweak) const noexcept {
-    std::uint32_t left = word >> low_bits_;  // high_bits_ wide
-    std::uint32_t right = word & mask(low_bits_);
+    std::uint32_t left = word >> low_bits_;  // floor(bits / 2) bits wide
+    std::uint32_t right = word & low_mask_;
     for (int r = 0; r < kRounds; ++r) {
       const std::uint32_t next = left ^ round_function(r, tweak, right);  // as wide as `left`
       left = right;
@@ -77,7 +77,7 @@ class CidPermutation {
   }
   [[nodiscard]] std::uint32_t feistel_inverse(std::uint32_t word, std::uint32_t tweak) const noexcept {
     std::uint32_t left = word >> low_bits_;
-    std::uint32_t right = word & mask(low_bits_);
+    std::uint32_t right = word & low_mask_;
     for (int r = kRounds - 1; r >= 0; --r) {
       const std::uint32_t previous = right ^ round_function(r, tweak, left);
       right = left;
@@ -86,9 +86,10 @@ class CidPermutation {
     return left << low_bits_ | right;
   }
 
-  SipKey key_;
-  unsigned high_bits_;
+  SipHasher hasher_;
   unsigned low_bits_;
+  std::uint32_t high_mask_;  // the high half's bits, floor(bits / 2) of them
+  std::uint32_t low_mask_;
   std::array<std::uint32_t, kMaxTweaks> zero_image_{};     // per tweak, P(0): what the word mapping to 0 gets
   std::array<std::uint32_t, kMaxTweaks> zero_preimage_{};  // per tweak, P^-1(0): the word that gets P(0)
 };

@@ -26,7 +26,7 @@ constexpr std::uint32_t listen_count_of(std::uint64_t word) noexcept { return st
 
 HalfOpenTable::HalfOpenTable(const Limits& limits, const engine::SipKey& key)
     : limits_(limits),
-      key_(key),
+      hasher_(key),
       sources_(limits.source_slots),
       listens_(std::make_unique<std::atomic<std::uint64_t>[]>(limits.listens)) {
   if (limits.per_source == 0 || limits.per_source > kMaxPerSource || limits.per_listen == 0 ||
@@ -41,9 +41,9 @@ std::uint32_t HalfOpenTable::slot_of(const MadAddress& from) const noexcept {
   if (from.grh.present) {
     const Gid& gid = from.grh.remote_gid;
     const std::array<std::uint64_t, 2> words{gid.subnet_prefix(), gid.interface_id()};
-    hash = engine::sip_hash<1, 3>(key_, words, from.port_index, 2);
+    hash = hasher_.hash<1, 3>(words, from.port_index, 2);
   } else {
-    hash = engine::sip_hash<1, 3>(key_, std::uint64_t{from.remote_lid} << 16 | from.port_index, 4);
+    hash = hasher_.hash<1, 3>(std::uint64_t{from.remote_lid} << 16 | from.port_index, 4);
   }
   return static_cast<std::uint32_t>(hash) & (limits_.source_slots - 1);
 }

@@ -64,7 +64,7 @@ class HalfOpenTable final : public engine::HalfOpenBudget {
   void give_listen(engine::BacklogRef listen) noexcept;
 
   Limits limits_;
-  engine::SipKey key_;
+  engine::SipHasher hasher_;
   engine::DemandZeroArray<std::uint32_t> sources_;  // used through std::atomic_ref only
   std::unique_ptr<std::atomic<std::uint64_t>[]> listens_;
 };
