@@ -36,7 +36,10 @@ class CepIndex {
   // slot fits a link's slot field; CidLayout::max_slots is never more).
   // Throws std::bad_alloc.
   explicit CepIndex(CepTable& table)
-      : table_(table), mask_(std::bit_ceil(table.capacity() | 1u) - 1), buckets_(std::size_t{mask_} + 1) {}
+      : table_(table),
+        mask_(std::bit_ceil(table.capacity() | 1u) - 1),
+        buckets_(std::size_t{mask_} + 1),
+        written_(std::size_t{mask_} + 1) {}
 
   static constexpr std::uint32_t kMaxSlots = std::uint32_t{1} << 24;
 
@@ -44,9 +47,10 @@ class CepIndex {
   void insert(Cep& cep) noexcept {
     if (cep.*Flag) return;
     const RemoteKey key = KeyOf(cep);
-    std::uint32_t& head = buckets_[bucket(key)];
-    cep.*Link = head;
-    head = link_to(cep.slot, tag(key), head == kNoLink);
+    const std::uint32_t b = bucket(key);
+    cep.*Link = head(b);
+    buckets_[b] = link_to(cep.slot, tag(key), cep.*Link == kNoLink);
+    written_.mark(b);
     cep.*Flag = true;
   }
 
@@ -68,18 +72,19 @@ class CepIndex {
 
   // Starts loading the bucket find(key) and insert() will read: a random line of a table sized
   // for every endpoint, the one cache miss most REQs would otherwise wait for.
+  // A prefetch never faults: it maps no zero page under a bucket never written (see written_).
   void prefetch(RemoteKey key) const noexcept { __builtin_prefetch(&buckets_[bucket(key)]); }
   // The second step, once prefetch(key)'s line has had time to arrive: starts loading the key and
   // link of the first endpoint in the key's chain (cep.h keeps them on one line), if find(key)
   // will read them.
   void prefetch_chain(RemoteKey key) const noexcept {
-    const std::uint32_t head = buckets_[bucket(key)];
-    if (head != kNoLink && !passes_by(head, tag(key))) __builtin_prefetch(&(table_.at(slot_of(head)).*Link));
+    const std::uint32_t first = head(bucket(key));
+    if (first != kNoLink && !passes_by(first, tag(key))) __builtin_prefetch(&(table_.at(slot_of(first)).*Link));
   }
 
   [[nodiscard]] Cep* find(RemoteKey key) noexcept {
     const std::uint32_t wanted = tag(key);
-    for (std::uint32_t link = buckets_[bucket(key)]; link != kNoLink && !passes_by(link, wanted);) {
+    for (std::uint32_t link = head(bucket(key)); link != kNoLink && !passes_by(link, wanted);) {
       Cep& cep = table_.at(slot_of(link));
       if (tag_of(link) == wanted && KeyOf(cep) == key) return &cep;
       link = cep.*Link;
@@ -104,6 +109,11 @@ class CepIndex {
     return (link & kLast) != 0 && tag_of(link) != wanted;
   }
 
+  // Bucket b's first link; kNoLink, without reading it, while its block was never written.
+  [[nodiscard]] std::uint32_t head(std::uint32_t b) const noexcept {
+    return written_.written(b) ? buckets_[b] : kNoLink;
+  }
+
   [[nodiscard]] static std::uint64_t mixed(RemoteKey k) noexcept {
     // Fibonacci hashing of the mixed key: cheap and spreads sequential IDs and QPNs.
     return (k.ca_guid ^ (std::uint64_t{k.id} << 17 | k.id)) * 0x9E3779B97F4A7C15ull;
@@ -120,6 +130,7 @@ class CepIndex {
   CepTable& table_;
   std::uint32_t mask_;
   DemandZeroArray<std::uint32_t> buckets_;  // kNoLink (0) until used: pages are mapped as buckets fill
+  WrittenBlocks<std::uint32_t> written_;     // read a bucket only once its block was written
 };
 
 inline RemoteKey remote_comm_key(const Cep& c) noexcept { return {c.remote_comm_id, c.remote_ca_guid}; }

@@ -86,5 +86,20 @@ TEST(DemandZeroArray, AnEmptyArrayHoldsNothing) {
   EXPECT_EQ(array.size(), 0u);
 }
 
+TEST(WrittenBlocks, MarksWholeFourKibBlocksAndNothingElse) {
+  constexpr std::size_t kPerBlock = 4096 / sizeof(std::uint32_t);
+  WrittenBlocks<std::uint32_t> blocks(200 * kPerBlock + 3);  // 201 blocks: four words of bits, the last partly
+  for (std::size_t i = 0; i < 200 * kPerBlock + 3; i += kPerBlock / 2) ASSERT_FALSE(blocks.written(i)) << i;
+  blocks.mark(5 * kPerBlock + 17);
+  blocks.mark(200 * kPerBlock + 2);
+  EXPECT_TRUE(blocks.written(5 * kPerBlock));
+  EXPECT_TRUE(blocks.written(6 * kPerBlock - 1));
+  EXPECT_FALSE(blocks.written(5 * kPerBlock - 1));
+  EXPECT_FALSE(blocks.written(6 * kPerBlock));
+  EXPECT_TRUE(blocks.written(200 * kPerBlock));
+  EXPECT_FALSE(blocks.written(199 * kPerBlock));
+  EXPECT_FALSE(blocks.written(64 * kPerBlock + 5));  // block 5's bit in the next word
+}
+
 }  // namespace
 }  // namespace fastcm::engine
