@@ -148,7 +148,8 @@ count_limit() { echo $((limit + $1 / 10)); }
   echo "no_server no-listener-at-linux $limit"
   echo "serve stale $limit ${address[stale]} cmtime -b ${address[stale]} -p $cm_port"
   echo "no_server dead-from-fastcm $limit"
-  echo "duplicate_on"
+  # Only the duplicate phases' packets: dead-from-linux's REQ retries go on meanwhile.
+  echo "duplicate_on ${address[dup-linux-to-bench]} ${address[dup-bench-to-linux]}"
   echo "client dup-linux-to-bench $limit cmtime -b ${address[dup-linux-to-bench]} -s $fastcm_ip -p $cm_port -c 100"
   echo "serve dup-bench-to-linux $limit ${address[dup-bench-to-linux]} cmtime -b ${address[dup-bench-to-linux]} -p $cm_port"
   echo "duplicate_off"
