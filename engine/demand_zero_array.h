@@ -106,21 +106,19 @@ class WrittenBlocks {
  public:
   // For an array of `size` elements. Throws std::bad_alloc.
   explicit WrittenBlocks(std::size_t size)
-      : bits_(std::make_unique<std::uint64_t[]>((size * sizeof(T) / kBlockBytes + 64) / 64)) {}
+      : bits_(std::make_unique<std::uint64_t[]>(word_of(size) + 1)) {}  // up to the last element's block
 
   // Whether element i's block has been marked.
-  [[nodiscard]] bool written(std::size_t i) const noexcept {
-    const std::size_t block = i * sizeof(T) / kBlockBytes;
-    return (bits_[block / 64] >> (block % 64) & 1) != 0;
-  }
+  [[nodiscard]] bool written(std::size_t i) const noexcept { return (bits_[word_of(i)] & bit_of(i)) != 0; }
   // Records that element i is (about to be) written.
-  void mark(std::size_t i) noexcept {
-    const std::size_t block = i * sizeof(T) / kBlockBytes;
-    bits_[block / 64] |= std::uint64_t{1} << (block % 64);
-  }
+  void mark(std::size_t i) noexcept { bits_[word_of(i)] |= bit_of(i); }
 
  private:
   static constexpr std::size_t kBlockBytes = 4096;
+  [[nodiscard]] static std::size_t block_of(std::size_t i) noexcept { return i * sizeof(T) / kBlockBytes; }
+  [[nodiscard]] static std::size_t word_of(std::size_t i) noexcept { return block_of(i) / 64; }
+  [[nodiscard]] static std::uint64_t bit_of(std::size_t i) noexcept { return std::uint64_t{1} << (block_of(i) % 64); }
+
   std::unique_ptr<std::uint64_t[]> bits_;
 };
 

@@ -42,24 +42,22 @@ class SipHasher {
     std::uint64_t v1 = v1_;
     std::uint64_t v2 = v2_;
     std::uint64_t v3 = v3_;
-    bool first = true;  // the first SipRound's first half ran in the constructor
-    const auto compress = [&](std::uint64_t block, int rounds) {
+    bool first_half_done = true;  // the constructor ran the first SipRound's first half
+    const auto sip_round = [&] {
+      if (!first_half_done) first_half_round(v0, v1);
+      first_half_done = false;
+      second_half_round(v0, v1, v2, v3);
+    };
+    const auto compress = [&](std::uint64_t block) {
       v3 ^= block;
-      for (int i = 0; i < rounds; ++i) {
-        if (!first) first_half_round(v0, v1);
-        first = false;
-        second_half_round(v0, v1, v2, v3);
-      }
+      for (int i = 0; i < C; ++i) sip_round();
       v0 ^= block;
     };
-    for (const std::uint64_t word : words) compress(word, C);
+    for (const std::uint64_t word : words) compress(word);
     // The final block: the tail bytes, and the message length (mod 256) in the top byte.
-    compress(std::uint64_t{8 * words.size() + tail_length} << 56 | tail, C);
+    compress(std::uint64_t{8 * words.size() + tail_length} << 56 | tail);
     v2 ^= 0xff;
-    for (int i = 0; i < D; ++i) {
-      first_half_round(v0, v1);
-      second_half_round(v0, v1, v2, v3);
-    }
+    for (int i = 0; i < D; ++i) sip_round();
     return v0 ^ v1 ^ v2 ^ v3;
   }
 
