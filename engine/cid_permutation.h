@@ -12,6 +12,11 @@
 // halves, against which attacks need fewer pairs. A peer that sees any number of IDs learns
 // nothing of the others', nor of the next one a slot will get, on its shard or any other.
 //
+// Why SipHash and not AES-NI, which needs a fifth of the instructions (one aesenc chain of ten
+// per round): the six rounds run in series, so an encode costs the chain's latency. Measured with
+// the same Feistel and key (AMD EPYC, g++ -O2 -maes): SipHash 45 ns per encode when each input is
+// the last output and 42 ns when inputs are independent; AES-128 95 ns and 51 ns.
+//
 // Zero is kept out of the range: a REJ whose local comm ID is 0 comes from a CM that made no
 // endpoint for the REQ it rejects, so no word the engine encodes may come out as 0. Per tweak, the
 // Feistel output P is patched into Q(x) = P(x), except Q(x0) = P(0) for the one x0 with P(x0) = 0;
