@@ -69,21 +69,21 @@ kernel_cm_takes_over() {
   say "the kernel CM owns the CM class now"
 }
 
-# duplicate_on [SOURCE...] / duplicate_off: netem sends twice every packet eth0 sends (each CM MAD
-# reaches the peer twice), or only those from the given IPv4 source addresses; or stops doing so.
-# Sources keep the phases that run beside the duplicating ones (a background client's retries)
-# out of it.
+# duplicate_on [SOURCE...] / duplicate_off: netem sends twice every packet eth0 sends from the
+# given IPv4 source addresses (each CM MAD reaches the peer twice), or every packet when no source
+# is given; or stops doing so. Sources keep the phases that run beside the duplicating ones (a
+# background client's retries) out of it.
 duplicate_on() {
   modprobe sch_netem || fail "modprobe sch_netem"
-  if [ $# -eq 0 ]; then
-    tc qdisc add dev eth0 root netem duplicate 100% || fail "netem duplicate on eth0"
-    return
-  fi
   # A prio qdisc whose priority map sends every packet to its first band; its third holds the
-  # netem, and a filter per source sends that source's packets there.
+  # netem, and the filters send the duplicated packets there.
   tc qdisc add dev eth0 root handle 1: prio bands 3 priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 ||
     fail "prio qdisc on eth0"
   tc qdisc add dev eth0 parent 1:3 handle 30: netem duplicate 100% || fail "netem duplicate under prio on eth0"
+  if [ $# -eq 0 ]; then
+    tc filter add dev eth0 parent 1: protocol all prio 1 u32 match u32 0 0 flowid 1:3 ||
+      fail "filter for every packet on eth0"
+  fi
   for duplicated_source in "$@"; do
     tc filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip src "$duplicated_source/32" flowid 1:3 ||
       fail "filter for $duplicated_source on eth0"
